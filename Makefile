@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: GPL-2.0
+# rseq-opbench: measure what RSEQ operations cost on the exit-to-user path.
+#
+# `make bench` and `make test` are the whole set-up: both install missing
+# Debian packages, fetch the kernel source and build what they need.
+
+CACHE_DIR ?= /var/cache/rseq-opbench
+KVER      ?= 7.2
+PROFILE   ?= default
+FLAVOURS  ?= baseline ops
+PYTHON    := /usr/bin/python3
+V         ?= 0
+
+export CACHE_DIR KVER PROFILE V
+
+ifeq ($(V),1)
+Q :=
+PYTEST_V := -v
+else
+Q := @
+PYTEST_V :=
+endif
+
+.PHONY: help deps source config kernels kernel image vm-check test test-host \
+	test-guest bench clean-cache
+
+help:
+	@echo 'rseq-opbench targets:'
+	@echo '  bench        everything end to end (see README; measurement stages pending)'
+	@echo '  test         all tests: host unit tests, kernels, image, guest boots'
+	@echo '  test-host    host-only tests (no kernel build, no boot)'
+	@echo '  deps         install missing Debian packages (root)'
+	@echo '  source       fetch and unpack linux-source-$$(KVER) into the cache'
+	@echo '  config       merge and check the kernel config of $$(PROFILE)'
+	@echo '  kernels      build every flavour in FLAVOURS (default: baseline ops)'
+	@echo '  kernel       build one: FLAVOUR=<name> [SERIES=<patch dir or mbox>]'
+	@echo '  image        build the guest root filesystem (debootstrap, cached)'
+	@echo '  vm-check     boot each built flavour and print uname -r'
+	@echo '  clean-cache  remove $$(CACHE_DIR) (source, builds, ccache, images)'
+	@echo 'Variables: KVER=$(KVER) PROFILE=$(PROFILE) (default|debug)'
+	@echo '  CACHE_DIR=$(CACHE_DIR) FLAVOURS="$(FLAVOURS)" V=1 for verbose'
+
+deps:
+	$(Q)scripts/deps.sh
+
+source: deps
+	$(Q)scripts/kernel-source.sh >/dev/null
+
+config: source
+	$(Q)scripts/kernel-config.sh "$$(scripts/kernel-source.sh)" \
+		"$(CACHE_DIR)/merged-$(PROFILE).config" && \
+		echo "config: $(CACHE_DIR)/merged-$(PROFILE).config"
+
+kernels: source
+	$(Q)scripts/kernels.sh $(FLAVOURS)
+
+kernel: source
+	$(Q)test -n "$(FLAVOUR)" || { echo 'kernel: name one: make kernel FLAVOUR=baseline|ops|<name> [SERIES=...]' >&2; exit 2; }
+	$(Q)scripts/kernel-build.sh "$(FLAVOUR)" $(SERIES) >/dev/null
+
+image: deps
+	$(Q)vm-images/build-rootfs.sh >/dev/null
+
+vm-check: kernels image
+	$(Q)scripts/vm-check.sh $(FLAVOURS)
+
+test-host: deps
+	$(Q)$(PYTHON) -m pytest -q $(PYTEST_V) -m 'not rig' tests/
+
+test: deps kernels image
+	$(Q)$(PYTHON) -m pytest -q $(PYTEST_V) tests/
+
+bench: deps kernels image
+	$(Q)scripts/vm-check.sh $(FLAVOURS)
+	@echo 'bench: kernels and guest image are ready; the measurement stages' >&2
+	@echo 'bench: (microbench, tracing, analysis: issues 5-7) are not built yet,' >&2
+	@echo 'bench: so no results were produced.' >&2
+	@exit 1
+
+clean-cache:
+	rm -rf "$(CACHE_DIR)"

@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: GPL-2.0
+# common.sh - shared settings for rseq-opbench's shell scripts (sourced).
+
+CACHE_DIR=${CACHE_DIR:-/var/cache/rseq-opbench}
+KVER=${KVER:-7.2}
+PROFILE=${PROFILE:-default}
+TOPDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export CACHE_DIR KVER PROFILE TOPDIR
+
+# Messages carry the script's name; errors say what to do about them.
+_me=$(basename "$0" .sh)
+log() { echo "$_me: $*" >&2; }
+die() { echo "$_me: error: $*" >&2; exit 1; }
+
+# Seconds as "1m05s".
+fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+# Content hash of files, in the order given.
+hash_files() { cat "$@" | sha256sum | cut -c1-16; }
+
+# Config fragments of the current profile, in merge order.
+fragments() {
+	echo "$TOPDIR/kernel-patch/configs/opbench.config"
+	if [ "$PROFILE" = debug ]; then
+		echo "$TOPDIR/kernel-patch/configs/debug.config"
+	elif [ "$PROFILE" != default ]; then
+		die "PROFILE='$PROFILE' is unknown; use PROFILE=default or PROFILE=debug"
+	fi
+}
+
+# The Debian mirror this machine already uses (deb822 or one-line format).
+mirror() {
+	local m=""
+	if ls /etc/apt/sources.list.d/*.sources >/dev/null 2>&1; then
+		m=$(awk '/^URIs:/ { for (i = 2; i <= NF; i++) print $i }' \
+			/etc/apt/sources.list.d/*.sources |
+			grep -E '/debian/?$' | head -1 || true)
+	fi
+	if [ -z "$m" ] && [ -r /etc/apt/sources.list ]; then
+		m=$(awk '$1 == "deb" { for (i = 2; i <= NF; i++)
+			if ($i ~ /^(https?|file):/) { print $i; break } }' \
+			/etc/apt/sources.list | grep -E '/debian/?$' | head -1 || true)
+	fi
+	[ -n "$m" ] || die "no Debian archive found in /etc/apt/sources.list{,.d}; add one"
+	echo "${m%/}"
+}

@@ -1,0 +1,195 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# kernel-build.sh - build one kernel flavour from the cached Debian source.
+#
+# Usage: scripts/kernel-build.sh FLAVOUR [SERIES]
+#   FLAVOUR  baseline | ops | any name for SERIES (letters, digits, - and _)
+#   SERIES   directory of patches (a `series` order file or *.patch in name
+#            order) or an mbox; ops defaults to kernel-patch/series/
+# Env:   KVER, PROFILE (default|debug), CACHE_DIR, V=1 for the full build log
+#
+# Every flavour is a git worktree of the same pristine source, with its series
+# applied by `git am`, built out of tree in <worktree>/_build with the same
+# merged config and ccache. The result lands in
+#   $CACHE_DIR/kernels/<source version>/<profile>/<flavour>/
+# as bzImage, vmlinux, System.map, config, headers/ and provenance.
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+flavour=${1:?usage: kernel-build.sh FLAVOUR [SERIES]}
+series=${2:-}
+[[ "$flavour" =~ ^[A-Za-z0-9_-]+$ ]] ||
+	die "flavour name '$flavour' may only hold letters, digits, - and _"
+
+# The series, as an ordered list of patch files.
+patch_list() {
+	local s=$1
+	if [ -f "$s" ]; then
+		echo "$s"
+	elif [ -f "$s/series" ]; then
+		sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$s/series" |
+			while read -r p; do echo "$s/$p"; done
+	else
+		ls "$s"/*.patch 2>/dev/null | sort
+	fi
+}
+
+case "$flavour" in
+baseline)
+	[ -z "$series" ] || die "baseline takes no series; name the flavour, e.g. FLAVOUR=rfc SERIES=$series"
+	;;
+ops)
+	series=${series:-$TOPDIR/kernel-patch/series}
+	if [ -z "$(patch_list "$series" 2>/dev/null)" ]; then
+		log "ops: no patches in $series yet: nothing to build for 'ops' (see issue 4)"
+		exit 3
+	fi
+	;;
+*)
+	[ -n "$series" ] || die "flavour '$flavour' needs a series: SERIES=<patch directory or mbox>"
+	;;
+esac
+if [ -n "$series" ]; then
+	[ -e "$series" ] || die "series '$series' does not exist"
+	series=$(realpath "$series")
+	mapfile -t patches < <(patch_list "$series")
+	[ ${#patches[@]} -gt 0 ] || die "no patches in '$series' (want *.patch, a 'series' file or an mbox)"
+	for p in "${patches[@]}"; do
+		[ -f "$p" ] || die "series '$series' lists '$p', which does not exist"
+	done
+	series_hash=$(hash_files "${patches[@]}")
+else
+	patches=()
+	series_hash=none
+fi
+
+src=$("$TOPDIR/scripts/kernel-source.sh")
+srcver=$(cat "$src/.git/rseq-opbench-version")
+base=$CACHE_DIR/build/$srcver/$PROFILE
+wt=$base/$flavour
+obj=$wt/_build
+out=$CACHE_DIR/kernels/$srcver/$PROFILE/$flavour
+suffix=-$flavour
+[ "$PROFILE" = default ] || suffix=$suffix-$PROFILE
+mkdir -p "$base"
+t0=$(date +%s)
+
+# 1. The merged config, shared by every flavour of this profile.
+mapfile -t frags < <(fragments)
+config_key=$(hash_files "${frags[@]}" "$TOPDIR/scripts/kernel-config.sh")
+merged=$base/config-$config_key
+if [ ! -f "$merged" ]; then
+	log "[$flavour] merging config ($PROFILE profile)"
+	"$TOPDIR/scripts/kernel-config.sh" "$src" "$merged"
+fi
+
+# 2. The worktree, with the series applied once per series hash.
+if [ ! -e "$wt/.git" ]; then
+	git -C "$src" worktree prune
+	git -C "$src" worktree add -q --detach "$wt" "debian-$srcver"
+	grep -qx '_build/' "$src/.git/info/exclude" 2>/dev/null ||
+		echo '_build/' >> "$src/.git/info/exclude"
+fi
+stamp=$obj/.series-hash
+if [ "$(cat "$stamp" 2>/dev/null)" != "$series_hash" ]; then
+	log "[$flavour] applying series ($series_hash): ${#patches[@]} patch(es)"
+	git -C "$wt" am --abort >/dev/null 2>&1 || true
+	git -C "$wt" checkout -q --detach -f "debian-$srcver"
+	git -C "$wt" clean -q -fd -e _build
+	if [ ${#patches[@]} -gt 0 ]; then
+		git -C "$wt" -c user.name=rseq-opbench -c user.email=rseq-opbench@localhost \
+			am -q --keep-cr "${patches[@]}" >"$base/$flavour-am.log" 2>&1 || {
+			cat "$base/$flavour-am.log" >&2
+			git -C "$wt" am --abort >/dev/null 2>&1 || true
+			die "series '$series' does not apply with git am to linux-source $srcver"
+		}
+	fi
+	mkdir -p "$obj"
+	echo "$series_hash" > "$stamp"
+fi
+
+# 3. The config: the merged one, unchanged by the series.
+mkdir -p "$obj"
+if ! cmp -s "$merged" "$obj/.config.merged" 2>/dev/null; then
+	cp "$merged" "$obj/.config"
+	cp "$merged" "$obj/.config.merged"
+fi
+make -s -C "$wt" O="$obj" ARCH=x86_64 olddefconfig >/dev/null
+"$TOPDIR/scripts/check-config.sh" "$obj/.config" "${frags[@]}"
+
+# 4. Build, with ccache shared between flavours. O= lies inside the worktree so
+# that kbuild uses the relative srctree '..' and compile lines are identical
+# across flavours; CCACHE_NOHASHDIR lets them share objects.
+export CCACHE_DIR=${CCACHE_DIR:-$CACHE_DIR/ccache}
+export CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
+export CCACHE_SLOPPINESS=include_file_mtime,include_file_ctime,time_macros
+export KBUILD_BUILD_TIMESTAMP="linux-source $srcver" KBUILD_BUILD_USER=rseq-opbench
+export KBUILD_BUILD_HOST=rseq-opbench
+jobs=${JOBS:-$(nproc)}
+makeargs=(-C "$wt" O="$obj" ARCH=x86_64 -j"$jobs" CC="ccache gcc" HOSTCC="ccache gcc"
+	LOCALVERSION="$suffix")
+buildlog=$obj/build.log
+log "[$flavour] building linux $srcver$suffix (log: $buildlog)"
+tb=$(date +%s)
+(
+	while sleep 30; do
+		n=$(grep -c '^  CC' "$buildlog" 2>/dev/null || true)
+		log "[$flavour] still building: $n compiles, $(fmt_secs $(( $(date +%s) - tb )))"
+	done
+) &
+ticker=$!
+trap 'kill $ticker 2>/dev/null || true' EXIT
+rc=0
+if [ "${V:-0}" = 1 ]; then
+	make "${makeargs[@]}" bzImage 2>&1 | tee "$buildlog" || rc=$?
+	[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+else
+	make "${makeargs[@]}" bzImage >"$buildlog" 2>&1 || rc=$?
+fi
+kill $ticker 2>/dev/null || true
+if [ $rc -ne 0 ]; then
+	tail -30 "$buildlog" >&2
+	die "[$flavour] build failed; full log: $buildlog"
+fi
+make -s "${makeargs[@]}" headers >>"$buildlog" 2>&1 ||
+	{ tail -30 "$buildlog" >&2; die "[$flavour] make headers failed; full log: $buildlog"; }
+tbuild=$(( $(date +%s) - tb ))
+
+# 5. Install beside its provenance; never leave a half-written result.
+release=$(cat "$obj/include/config/kernel.release")
+case "$release" in *"$suffix") ;; *) die "kernel release '$release' does not name flavour '$flavour'" ;; esac
+stage=$out.new
+rm -rf "$stage"
+mkdir -p "$stage"
+cp "$obj/arch/x86/boot/bzImage" "$obj/vmlinux" "$obj/System.map" "$stage/"
+cp "$obj/.config" "$stage/config"
+cp -r "$obj/usr/include" "$stage/headers"
+if [ ${#patches[@]} -gt 0 ]; then
+	git -C "$wt" log --oneline "debian-$srcver..HEAD" > "$stage/series.log"
+fi
+btf=no
+[ -s "$obj/vmlinux" ] && readelf -S "$obj/vmlinux" | grep -q '\.BTF' && btf=yes
+cat > "$stage/provenance" <<EOP
+flavour=$flavour
+profile=$PROFILE
+kernel_release=$release
+source_package=linux-source-$KVER
+source_version=$srcver
+series=${series:-none}
+series_hash=$series_hash
+series_patches=${#patches[@]}
+config_hash=$(sha256sum < "$obj/.config" | cut -c1-16)
+config_fragments=$(for f in "${frags[@]}"; do basename "$f"; done | paste -sd,)
+compiler=$(gcc --version | head -1)
+pahole=$(pahole --version 2>/dev/null || echo none)
+btf=$btf
+preempt=$(grep -o '^CONFIG_PREEMPT=y' "$obj/.config" >/dev/null && echo full || echo other)
+mitigations=$(grep -q '^CONFIG_CPU_MITIGATIONS=y' "$obj/.config" && echo on || echo off)
+build_seconds=$tbuild
+built_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+build_host=$(uname -n)
+EOP
+rm -rf "$out"
+mv "$stage" "$out"
+log "[$flavour] done in $(fmt_secs $(( $(date +%s) - t0 ))): $out ($release)"
+echo "$out"

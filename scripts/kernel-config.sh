@@ -1,0 +1,33 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# kernel-config.sh - merge the project's config fragments into one .config.
+#
+# Usage: scripts/kernel-config.sh SRC OUT_CONFIG
+#   SRC         pristine kernel source tree
+#   OUT_CONFIG  where to write the merged config
+# Env:   PROFILE=default|debug
+#
+# Base: `make ARCH=x86_64 tinyconfig`, then kernel/configs/kvm_guest.config,
+# then kernel-patch/configs/opbench.config (and debug.config for the debug
+# profile), merged with scripts/kconfig/merge_config.sh and settled with
+# olddefconfig. Fails, naming the symbol, if any requested line did not land.
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+src=$1
+out=$2
+frags=$(fragments)
+tmp=$(mktemp -d "${out}.XXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+make -s -C "$src" O="$tmp" ARCH=x86_64 tinyconfig >"$tmp/log" 2>&1 ||
+	{ tail "$tmp/log" >&2; die "make tinyconfig failed"; }
+# shellcheck disable=SC2086
+(cd "$tmp" && ARCH=x86_64 "$src/scripts/kconfig/merge_config.sh" -m -O "$tmp" \
+	"$tmp/.config" "$src/kernel/configs/kvm_guest.config" $frags) >>"$tmp/log" 2>&1 ||
+	{ tail "$tmp/log" >&2; die "merge_config.sh failed"; }
+make -s -C "$src" O="$tmp" ARCH=x86_64 olddefconfig >>"$tmp/log" 2>&1 ||
+	{ tail "$tmp/log" >&2; die "make olddefconfig failed"; }
+# shellcheck disable=SC2086
+"$TOPDIR/scripts/check-config.sh" "$tmp/.config" $frags
+mv "$tmp/.config" "$out"

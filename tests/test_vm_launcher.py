@@ -1,0 +1,174 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The QEMU launcher: argument building (no boot) and real boots (rig)."""
+import argparse
+import json
+import os
+import subprocess
+
+import pytest
+
+import opbench_vm as vm
+from conftest import TOP, kernel_dir
+
+LAUNCHER = os.path.join(TOP, "vm-images", "opbench-vm")
+
+
+def opts(**kw):
+    o = argparse.Namespace(qemu="qemu-system-x86_64", smp=2, mem="2G",
+                           kernel="/k/bzImage", image="/i/root.ext4",
+                           share="/s", append="", pin_cpus=None)
+    for k, v in kw.items():
+        setattr(o, k, v)
+    return o
+
+
+def test_kvm_args_avoid_msr_0x10a_abort():
+    cmd = vm.build_command(opts(), "kvm", "/s/console.log", "x.sh")
+    i = cmd.index("-accel")
+    assert cmd[i + 1] == "kvm"
+    assert cmd[cmd.index("-cpu") + 1] == "host,-arch-capabilities"
+    assert "-icount" not in cmd
+
+
+def test_icount_args():
+    cmd = vm.build_command(opts(), "icount", "/s/console.log", "x.sh")
+    assert cmd[cmd.index("-icount") + 1] == "shift=0,align=off,sleep=off"
+    assert cmd[cmd.index("-accel") + 1] == "tcg"
+
+
+def test_tcg_args():
+    cmd = vm.build_command(opts(), "tcg", "/s/console.log", "x.sh")
+    assert cmd[cmd.index("-accel") + 1].startswith("tcg")
+    assert "-icount" not in cmd and "host,-arch-capabilities" not in cmd
+
+
+def test_common_args():
+    cmd = vm.build_command(opts(smp=3, mem="1G", append="foo=1"), "tcg",
+                           "/s/c.log", "x.sh", "/q/sock")
+    assert cmd[0] == "qemu-system-x86_64"
+    assert cmd[cmd.index("-smp") + 1] == "3"
+    assert cmd[cmd.index("-m") + 1] == "1G"
+    assert "-no-reboot" in cmd
+    assert cmd[cmd.index("-serial") + 1] == "file:/s/c.log"
+    assert cmd[cmd.index("-kernel") + 1] == "/k/bzImage"
+    app = cmd[cmd.index("-append") + 1]
+    assert "console=ttyS0" in app and "opbench.cmd=x.sh" in app
+    assert app.endswith("foo=1")
+    drive = cmd[cmd.index("-drive") + 1]
+    assert "file=/i/root.ext4" in drive and "snapshot=on" in drive
+    assert "path=/s," in cmd[cmd.index("-virtfs") + 1]
+    assert cmd[cmd.index("-qmp") + 1].startswith("unix:/q/sock")
+
+
+def test_pvm_host_falls_back_to_tcg(tmp_path):
+    (tmp_path / "kvm_pvm").mkdir()
+    dev = tmp_path / "kvm"
+    dev.write_text("")
+    st = vm.kvm_status(str(dev), str(tmp_path))
+    assert st[0] is False and "kvm_pvm" in st[1]
+    accel, _, warning = vm.choose_accel("auto", st)
+    assert accel == "tcg" and "falling back to TCG" in warning
+    with pytest.raises(vm.LaunchError):
+        vm.choose_accel("kvm", st)
+
+
+def test_real_kvm_is_chosen(tmp_path):
+    dev = tmp_path / "kvm"
+    dev.write_text("")
+    st = vm.kvm_status(str(dev), str(tmp_path))
+    assert st[0] is True
+    assert vm.choose_accel("auto", st)[:1] == ("kvm",)
+    assert vm.choose_accel("icount", st)[0] == "icount"
+
+
+def test_no_kvm_device(tmp_path):
+    st = vm.kvm_status(str(tmp_path / "nokvm"), str(tmp_path))
+    assert st == (False, "/dev/kvm does not exist")
+
+
+def test_pin_parsing():
+    assert vm.parse_pin("", 2) is None
+    assert vm.parse_pin("0,1", 2) == [0, 1]
+    for bad in ("0", "a,b", "0,99999"):
+        with pytest.raises(vm.LaunchError):
+            vm.parse_pin(bad, 2)
+
+
+def test_splat_detection():
+    text = ("[    1.0] ok\n[    2.0] WARNING: CPU: 0 PID: 1 at kernel/rseq.c\n"
+            "[    3.0] BUG: KASAN: slab-out-of-bounds\nfine\n")
+    assert len(vm.find_splats(text)) == 2
+    assert vm.find_splats("all good\nOPBENCH-EXIT: 0\n") == []
+
+
+def test_show_command_boots_nothing(tmp_path):
+    r = subprocess.run([LAUNCHER, "--kernel", "/nonexistent", "--image",
+                        "/nonexistent", "--share", str(tmp_path), "--accel",
+                        "icount", "--show-command", "--", "true"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert "qemu-system-x86_64" in r.stdout
+    assert "shift=0,align=off,sleep=off" in r.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_kernel_is_a_clear_error(tmp_path):
+    r = subprocess.run([LAUNCHER, "--kernel", str(tmp_path / "bzImage"),
+                        "--image", str(tmp_path / "img"), "--share",
+                        str(tmp_path), "--", "true"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2
+    assert "no such file" in r.stderr and "make kernels" in r.stderr
+
+
+def boot(image, tmp_path, *cmd, flavour="baseline", accel="tcg", timeout=120,
+         extra=()):
+    rec = tmp_path / "record.json"
+    r = subprocess.run([LAUNCHER, "--kernel",
+                        os.path.join(kernel_dir(flavour), "bzImage"),
+                        "--image", image, "--share", str(tmp_path),
+                        "--accel", accel, "--timeout", str(timeout),
+                        "--record", str(rec)] + list(extra) + ["--"]
+                       + list(cmd),
+                       capture_output=True, text=True, timeout=timeout + 60)
+    return r, json.loads(rec.read_text())
+
+
+@pytest.mark.rig
+def test_guest_exit_status_propagates(image, tmp_path):
+    r, rec = boot(image, tmp_path, "sh", "-c", "echo hello-guest; exit 7")
+    assert r.returncode == 7, r.stderr
+    assert "hello-guest" in r.stdout
+    assert rec["outcome"] == "ok" and rec["boot_to_command_s"] > 0
+
+
+@pytest.mark.rig
+def test_guest_hang_is_killed_at_timeout(image, tmp_path):
+    r, rec = boot(image, tmp_path, "sleep", "3600", timeout=25)
+    assert r.returncode == vm.EXIT_TIMEOUT
+    assert "guest timed out" in r.stderr
+    assert "  | " in r.stderr        # the console tail follows
+    assert rec["outcome"] == "timeout"
+
+
+@pytest.mark.rig
+def test_kernel_panic_is_a_failure(image, tmp_path):
+    r, rec = boot(image, tmp_path, "sh", "-c",
+                  "echo c > /proc/sysrq-trigger; sleep 60")
+    assert r.returncode == vm.EXIT_SPLAT, r.stderr
+    assert "Kernel panic" in r.stderr
+    assert rec["outcome"] == "kernel-splat"
+
+
+@pytest.mark.rig
+def test_share_carries_outputs_back(image, tmp_path):
+    r, _ = boot(image, tmp_path, "sh", "-c", "uname -r > out.txt")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out.txt").read_text().strip().endswith("-baseline")
+
+
+@pytest.mark.rig
+def test_icount_boot(image, tmp_path):
+    r, rec = boot(image, tmp_path, "true", accel="icount")
+    assert r.returncode == 0, r.stderr
+    assert "-icount" in rec["qemu_command"]

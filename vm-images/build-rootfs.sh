@@ -1,0 +1,62 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# build-rootfs.sh - build the guest root filesystem once and cache it.
+#
+# Usage: vm-images/build-rootfs.sh        (prints the image path)
+# Env:   CACHE_DIR, GUEST_SUITE (default trixie)
+#
+# debootstrap --variant=minbase of Debian $GUEST_SUITE with the packages in
+# vm-images/packages.txt, our init, then `mkfs.ext4 -d` (no loop mounts).
+# Cached under $CACHE_DIR/images/<recipe hash>/rootfs.ext4, where the hash
+# covers this script, the package list, the init and the suite.
+set -euo pipefail
+. "$(dirname "$0")/../scripts/common.sh"
+
+suite=${GUEST_SUITE:-trixie}
+here=$TOPDIR/vm-images
+key=$( (cat "$here/build-rootfs.sh" "$here/packages.txt" "$here/opbench-init"; echo "$suite") |
+	sha256sum | cut -c1-16)
+dir=$CACHE_DIR/images/$key
+img=$dir/rootfs.ext4
+if [ -f "$img" ]; then
+	echo "$img"
+	exit 0
+fi
+[ "$(id -u)" -eq 0 ] || die "debootstrap needs root; run as root (sudo make ...)"
+command -v debootstrap >/dev/null || die "debootstrap missing; run scripts/deps.sh"
+
+t0=$(date +%s)
+pkgs=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$here/packages.txt" | paste -sd,)
+tmp=$dir.tmp
+rm -rf "$tmp"
+mkdir -p "$tmp"
+log "debootstrap $suite ($pkgs) into $tmp/root (log: $tmp/debootstrap.log)"
+if ! debootstrap --variant=minbase --include="$pkgs" \
+	--keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
+	"$suite" "$tmp/root" "$(mirror)" >"$tmp/debootstrap.log" 2>&1; then
+	tail -20 "$tmp/debootstrap.log" >&2
+	die "debootstrap failed; full log: $tmp/debootstrap.log"
+fi
+root=$tmp/root
+install -m 0755 "$here/opbench-init" "$root/sbin/opbench-init"
+echo rseq-opbench > "$root/etc/hostname"
+# bookworm's perf reads perf_event_paranoid; we run as root in the guest anyway.
+rm -rf "$root/var/cache/apt/archives/"*.deb "$root/var/lib/apt/lists/"*
+{
+	echo "suite=$suite"
+	echo "recipe=$key"
+	echo "built_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "glibc=$(chroot "$root" /usr/bin/ldd --version | head -1 | awk '{print $NF}')"
+	echo "perf=$(chroot "$root" dpkg-query -W -f='${Version}' linux-perf)"
+	echo "bpftrace=$(chroot "$root" dpkg-query -W -f='${Version}' bpftrace)"
+} > "$tmp/provenance"
+cp "$tmp/provenance" "$root/etc/opbench-image"
+size=$(( $(du -sm "$root" | cut -f1) * 13 / 10 + 256 ))
+log "mkfs.ext4 -d ($size MiB)"
+mkfs.ext4 -q -F -L opbench-root -d "$root" "$tmp/rootfs.ext4" "${size}M" ||
+	die "mkfs.ext4 -d failed"
+rm -rf "$root"
+rm -rf "$dir"
+mv "$tmp" "$dir"
+log "image ready in $(fmt_secs $(( $(date +%s) - t0 ))): $img"
+echo "$img"
