@@ -167,8 +167,9 @@ cp -r "$obj/usr/include" "$stage/headers"
 if [ ${#patches[@]} -gt 0 ]; then
 	git -C "$wt" log --oneline "debian-$srcver..HEAD" > "$stage/series.log"
 fi
+# grep -c reads all of readelf's output: no SIGPIPE under pipefail.
 btf=no
-[ -s "$obj/vmlinux" ] && readelf -S "$obj/vmlinux" | grep -q '\.BTF' && btf=yes
+[ "$(readelf -S "$obj/vmlinux" | grep -c ' \.BTF ' || true)" -gt 0 ] && btf=yes
 cat > "$stage/provenance" <<EOP
 flavour=$flavour
 profile=$PROFILE
