@@ -8,6 +8,8 @@ CACHE_DIR ?= /var/cache/rseq-opbench
 KVER      ?= 7.2
 PROFILE   ?= default
 FLAVOURS  ?= baseline ops
+ROUNDS    ?= 50
+RFC_SERIES ?= ../shared/seeds
 PYTHON    := /usr/bin/python3
 V         ?= 0
 
@@ -22,7 +24,7 @@ PYTEST_V :=
 endif
 
 .PHONY: help deps source config kernels kernel image vm-check test test-host \
-	test-guest bench clean-cache
+	selftests selftests-op differential bench clean-cache
 
 help:
 	@echo 'rseq-opbench targets:'
@@ -36,6 +38,9 @@ help:
 	@echo '  kernel       build one: FLAVOUR=<name> [SERIES=<patch dir or mbox>]'
 	@echo '  image        build the guest root filesystem (debootstrap, cached)'
 	@echo '  vm-check     boot each built flavour and print uname -r'
+	@echo '  selftests    all rseq selftests on ops in the guest (long: run_param_test.sh)'
+	@echo '  selftests-op rseq_op_test ROUNDS=$(ROUNDS) times in a row on ops'
+	@echo '  differential rseq_op_test on ops and on the RFC as posted (RFC_SERIES)'
 	@echo '  clean-cache  remove $$(CACHE_DIR) (source, builds, ccache, images)'
 	@echo 'Variables: KVER=$(KVER) PROFILE=$(PROFILE) (default|debug)'
 	@echo '  CACHE_DIR=$(CACHE_DIR) FLAVOURS="$(FLAVOURS)" V=1 for verbose'
@@ -69,6 +74,17 @@ test-host: deps
 
 test: deps kernels image
 	$(Q)$(PYTHON) -m pytest -q $(PYTEST_V) tests/
+
+selftests: deps kernels image
+	$(Q)scripts/guest-selftests.sh ops full
+
+selftests-op: deps kernels image
+	$(Q)scripts/guest-selftests.sh ops op $(ROUNDS)
+
+differential: deps kernels image
+	$(Q)test -d "$(RFC_SERIES)" || { echo 'differential: RFC_SERIES=$(RFC_SERIES) does not exist; point it at the RFC patches' >&2; exit 2; }
+	$(Q)scripts/kernel-build.sh rfc "$(RFC_SERIES)" >/dev/null
+	$(Q)scripts/differential.sh
 
 bench: deps kernels image
 	$(Q)scripts/vm-check.sh $(FLAVOURS)

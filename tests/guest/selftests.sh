@@ -1,0 +1,95 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# selftests.sh - run the rseq selftests inside the guest, as TAP.
+#
+# Usage (in the guest, from the directory scripts/selftests-build.sh filled):
+#   ./selftests.sh quick [ROUNDS]   rseq_op_test ROUNDS times (default 1), the
+#                                   quick upstream tests, a short param_test
+#                                   pass with an operation in every thread
+#   ./selftests.sh full             everything, run_param_test.sh included
+#   ./selftests.sh op ROUNDS        rseq_op_test only, ROUNDS times
+# Exit status 0 only when every test passed (skips are not failures).
+set -u
+mode=${1:-quick}
+rounds=${2:-1}
+n=0
+failed=0
+passed=0
+
+run() {	# name, command...: one TAP line, output kept as comments
+	local name=$1 out rc
+	shift
+	n=$((n + 1))
+	out=$("$@" 2>&1)
+	rc=$?
+	printf '%s\n' "$out" | sed 's/^/# /' | tail -"${TAIL:-15}"
+	if [ $rc -eq 0 ]; then
+		echo "ok $n $name"
+		passed=$((passed + 1))
+	elif [ $rc -eq 4 ]; then
+		echo "ok $n $name # SKIP"
+		passed=$((passed + 1))
+	else
+		echo "not ok $n $name # exit $rc"
+		failed=$((failed + 1))
+	fi
+}
+
+op_rounds() {	# rseq_op_test $1 times in a row; stop at the first failure
+	local i out
+	for i in $(seq 1 "$1"); do
+		if ! out=$(./run_rseq_op_test.sh 2>&1); then
+			printf '%s\n' "$out" | grep -E '^(not ok|# +FAIL|#.*Expected|#.*survived)' | head -20
+			echo "rseq_op_test failed in round $i of $1"
+			return 1
+		fi
+	done
+	printf '%s\n' "$out" | grep -E '^# (PASSED|Totals|FAILED)'
+	echo "rseq_op_test passed $1 round(s) in a row"
+}
+
+param_with_ops() {	# a short param_test pass, one RSEQ operation per thread
+	local t out
+	for t in s l b m i; do
+		out=$(GLIBC_TUNABLES=glibc.pthread.rseq=0 LD_PRELOAD=./rseq_op_preload.so \
+			./param_test -T "$t" -r 100 -t 4 2>&1) || { echo "$out"; return 1; }
+		echo "-T $t: $(printf '%s\n' "$out" | grep rseq_op_preload)"
+		if [ -n "${REQUIRE_OPS:-}" ] &&
+			printf '%s\n' "$out" | grep -q 'with_ops=0 '; then
+			echo "no thread got an operation"
+			return 1
+		fi
+	done
+}
+
+echo "TAP version 13"
+echo "# kernel $(uname -r), $(nproc) CPUs, mode $mode"
+case "$mode" in
+op)
+	if [ "$rounds" = 1 ]; then
+		# One round: keep every case's line, for comparisons.
+		TAIL=1000 run rseq_op_test ./run_rseq_op_test.sh
+	else
+		TAIL=30 run rseq_op_test_x$rounds op_rounds "$rounds"
+	fi
+	;;
+quick | full)
+	TAIL=45 run rseq_op_test_x$rounds op_rounds "$rounds"
+	run basic_test ./basic_test
+	run basic_percpu_ops_test ./basic_percpu_ops_test
+	run syscall_errors_test ./run_syscall_errors_test.sh
+	run legacy_check ./run_legacy_check.sh
+	run check_optimized env GLIBC_TUNABLES=glibc.pthread.rseq=0 ./check_optimized
+	run param_test_short_with_ops param_with_ops
+	if [ "$mode" = full ]; then
+		run run_param_test ./run_param_test.sh
+	fi
+	;;
+*)
+	echo "usage: selftests.sh quick|full|op [ROUNDS]" >&2
+	exit 2
+	;;
+esac
+echo "1..$n"
+echo "# $passed passed, $failed failed"
+[ $failed -eq 0 ]

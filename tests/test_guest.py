@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Boot each flavour: release string, rseq feature size, and the rseq
+selftests on the ops kernel (rig tests)."""
+import os
+import subprocess
+
+import pytest
+
+from conftest import TOP, kernel_dir
+
+LAUNCHER = os.path.join(TOP, "vm-images", "opbench-vm")
+
+# AT_RSEQ_FEATURE_SIZE: 33 without the series (the reserved byte), 56 with
+# the RSEQ operation list sentinel in struct rseq.
+FEATURE_SIZE = {"baseline": 33, "ops": 56}
+
+
+def provenance(flavour):
+    with open(os.path.join(kernel_dir(flavour), "provenance")) as f:
+        return dict(l.rstrip("\n").split("=", 1) for l in f if "=" in l)
+
+
+@pytest.mark.rig
+def test_boot_release_and_feature_size(flavours, image, tmp_path):
+    for fl in flavours:
+        r = subprocess.run(
+            [LAUNCHER, "--kernel", os.path.join(kernel_dir(fl), "bzImage"),
+             "--image", image, "--share", str(tmp_path), "--timeout", "180",
+             "--", "sh", "-c",
+             "uname -r; LD_SHOW_AUXV=1 /bin/true | grep AT_RSEQ_FEATURE_SIZE"],
+            capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        lines = r.stdout.split("\n")
+        assert provenance(fl)["kernel_release"] in lines, r.stdout
+        size = [l.split()[-1] for l in lines if "AT_RSEQ_FEATURE_SIZE" in l]
+        assert size == [str(FEATURE_SIZE[fl])], r.stdout
+
+
+@pytest.mark.rig
+def test_ops_selftests_quick(flavours):
+    """rseq_op_test, the quick upstream rseq selftests and a short
+    param_test with an RSEQ operation in every thread, on ops; the launcher
+    fails the run on any WARNING, BUG or Oops in the guest's log."""
+    if "ops" not in flavours:
+        pytest.skip("no ops kernel yet")
+    r = subprocess.run([os.path.join(TOP, "scripts/guest-selftests.sh"),
+                        "ops", "quick"], capture_output=True, text=True,
+                       timeout=1800)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
+    assert "not ok" not in r.stdout
+    assert "rseq_op_test passed 1 round(s) in a row" in r.stdout
+    assert "with_ops=0 " not in r.stdout
