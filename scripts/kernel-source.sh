@@ -55,12 +55,26 @@ apt_refresh() {
 # Newest linux-source-$KVER version offered by any of the suites.
 newest_version() {
 	# shellcheck disable=SC2046
-	apt-cache $(apt_opts) madison "linux-source-$KVER" 2>/dev/null |
-		awk -F'|' '{ gsub(/ /, "", $2); print $2 }' | sort -V | tail -1
+	local v best=""
+	# Debian's own ordering ("~" sorts first), not sort -V's.
+	for v in $(apt-cache $(apt_opts) madison "linux-source-$KVER" 2>/dev/null |
+		awk -F'|' '{ gsub(/ /, "", $2); print $2 }'); do
+		if [ -z "$best" ] || dpkg --compare-versions "$v" gt "$best"; then
+			best=$v
+		fi
+	done
+	echo "$best"
 }
 
 apt_refresh
-ver=$(newest_version)
+# The answer only changes when the lists do: remember it beside them.
+memo=$APTDIR/lists/.newest-$KVER
+if [ -s "$memo" ] && [ "$memo" -nt "$APTDIR/lists/.stamp" ]; then
+	ver=$(cat "$memo")
+else
+	ver=$(newest_version)
+	[ -z "$ver" ] || echo "$ver" > "$memo"
+fi
 [ -n "$ver" ] || die "no linux-source-$KVER in Debian suites ($SUITES); the suites may have moved on: pick another series with KVER= (e.g. KVER=7.3) or set KSRC_SUITES="
 
 dst=$CACHE_DIR/src/linux-source-$ver
