@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * reg.c - rseq registration and RSEQ operation helpers for the benchmarks.
+ *
+ * Each measured thread registers an rseq area (its own v2 or legacy area,
+ * or glibc's), then N operations of one type whose destinations are words
+ * this file owns. ops_arm() sets every destination to a marker and
+ * ops_count_reset() counts how many the kernel has since rewritten: the
+ * correctness gate of every benchmark.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "opbench.h"
+
+#define OB_RSEQ_SIG	0x53053053
+#define MARK		0x6d61726bULL	/* what ops_arm() writes */
+
+extern __attribute__((weak)) const unsigned int __rseq_size;
+extern __attribute__((weak)) const ptrdiff_t __rseq_offset;
+
+static __thread struct ob_rseq own_area;
+static __thread struct ob_rseq legacy_area __attribute__((aligned(32)));
+
+static const char *const reg_names[] = {
+	[REG_OWN] = "own", [REG_LEGACY] = "legacy", [REG_GLIBC] = "glibc",
+};
+
+static const char *const type_names[] = {
+	[OP_RESET4] = "reset4", [OP_RESET8] = "reset8", [OP_NULL] = "null",
+	[OP_CPU] = "cpu", [OP_MMCID] = "mmcid",
+};
+
+const char *reg_mode_name(enum reg_mode m)
+{
+	return reg_names[m];
+}
+
+const char *op_type_name(enum op_type t)
+{
+	return type_names[t];
+}
+
+int parse_reg_mode(const char *s, enum reg_mode *m)
+{
+	for (unsigned int i = 0; i < sizeof(reg_names) / sizeof(reg_names[0]); i++) {
+		if (!strcmp(s, reg_names[i])) {
+			*m = i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int parse_op_type(const char *s, enum op_type *t)
+{
+	for (unsigned int i = 0; i < OP_NR; i++) {
+		if (!strcmp(s, type_names[i])) {
+			*t = i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* True when glibc registered rseq for this thread (glibc >= 2.35). */
+bool glibc_owns_rseq(void)
+{
+	return &__rseq_size && __rseq_size > 0;
+}
+
+static unsigned int feature_size(void)
+{
+	unsigned long sz = getauxval(OB_AT_RSEQ_FEATURE_SIZE);
+
+	if (sz < 32)
+		sz = 32;
+	return sz > sizeof(struct ob_rseq) ? sizeof(struct ob_rseq) : sz;
+}
+
+/* Register this thread's rseq area; 0 or -errno. */
+int rseq_register_thread(enum reg_mode m, struct ob_rseq **area)
+{
+	switch (m) {
+	case REG_GLIBC:
+		if (!glibc_owns_rseq())
+			return -ENOENT;
+		*area = (struct ob_rseq *)((char *)__builtin_thread_pointer() +
+					   __rseq_offset);
+		return 0;
+	case REG_LEGACY:
+		if (syscall(__NR_rseq, &legacy_area, 32, 0, OB_RSEQ_SIG))
+			return -errno;
+		*area = &legacy_area;
+		return 0;
+	case REG_OWN:
+	default:
+		if (syscall(__NR_rseq, &own_area, feature_size(), 0, OB_RSEQ_SIG))
+			return -errno;
+		*area = &own_area;
+		return 0;
+	}
+}
+
+int rseq_unregister_thread(enum reg_mode m, struct ob_rseq *area)
+{
+	if (m == REG_GLIBC)
+		return 0;
+	if (syscall(__NR_rseq, area, m == REG_LEGACY ? 32 : feature_size(),
+		    OB_RSEQ_FLAG_UNREGISTER, OB_RSEQ_SIG))
+		return -errno;
+	return 0;
+}
+
+static size_t node_size(enum op_type t)
+{
+	if (t == OP_CPU || t == OP_MMCID)
+		return sizeof(struct ob_rseq_op_reset_with_stride);
+	return sizeof(struct ob_rseq_op_reset);
+}
+
+static size_t slots(enum op_type t)
+{
+	return (t == OP_CPU || t == OP_MMCID) ? STRIDE_SLOTS : 1;
+}
+
+/*
+ * Register @nr operations of @type on this thread; 0 or -errno of the first
+ * refusal (-EINVAL on a kernel without RSEQ operations, -ENOTSUPP on a
+ * legacy area). @pretend sets everything up but registers nothing: the
+ * benchmarks' gate must then fail, which is how its failing is tested.
+ */
+int ops_register(struct thread_ops *to, struct ob_rseq *area, enum op_type type,
+		 int nr, bool pretend)
+{
+	size_t nsz = node_size(type);
+
+	memset(to, 0, sizeof(*to));
+	to->area = area;
+	to->type = type;
+	to->src = MARK ^ 0x5555;
+	if (!nr)
+		return 0;
+	to->nodes = aligned_alloc(64, ((nr * nsz) + 63) & ~63UL);
+	to->words = aligned_alloc(64, ((nr * slots(type) * 8) + 63) & ~63UL);
+	if (!to->nodes || !to->words)
+		return -ENOMEM;
+	memset(to->nodes, 0, nr * nsz);
+	for (int i = 0; i < nr; i++) {
+		char *n = (char *)to->nodes + i * nsz;
+		uint64_t *dst = to->words + i * slots(type);
+		struct ob_rseq_op_reset *r = (void *)n;
+		struct ob_rseq_op_reset_with_stride *s = (void *)n;
+
+		switch (type) {
+		case OP_RESET4:
+		case OP_RESET8:
+		case OP_NULL:
+			r->node.type = OB_RSEQ_OP_RESET;
+			r->dst = (uintptr_t)dst;
+			r->src = type == OP_NULL ? 0 : (uintptr_t)&to->src;
+			r->len = type == OP_RESET4 ? 4 : 8;
+			break;
+		case OP_CPU:
+		case OP_MMCID:
+			s->node.type = type == OP_CPU ?
+				OB_RSEQ_OP_RESET_WITH_STRIDE_CPUID :
+				OB_RSEQ_OP_RESET_WITH_STRIDE_MMCID;
+			s->dst = (uintptr_t)dst;
+			s->dst_stride = sizeof(uint64_t);
+			s->len = 8;
+			break;
+		default:
+			return -EINVAL;
+		}
+		if (pretend)
+			continue;
+		if (prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_REGISTER, (unsigned long)n, 0, 0)) {
+			int err = -errno;
+
+			to->nr = i;
+			ops_unregister(to);
+			return err;
+		}
+		to->nr = i + 1;
+	}
+	if (pretend)
+		to->nr = -nr;	/* armed and counted, never registered */
+	return 0;
+}
+
+static int nr_nodes(struct thread_ops *to)
+{
+	return to->nr < 0 ? -to->nr : to->nr;
+}
+
+void ops_unregister(struct thread_ops *to)
+{
+	size_t nsz = node_size(to->type);
+
+	for (int i = 0; i < to->nr; i++)
+		prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_UNREGISTER,
+		      (unsigned long)((char *)to->nodes + i * nsz), 0, 0);
+	free(to->nodes);
+	free(to->words);
+	memset(to, 0, sizeof(*to));
+}
+
+/* Set every destination slot to the marker. */
+void ops_arm(struct thread_ops *to)
+{
+	size_t n = nr_nodes(to) * slots(to->type);
+
+	for (size_t i = 0; i < n; i++)
+		__atomic_store_n(&to->words[i], MARK, __ATOMIC_RELAXED);
+}
+
+/* How many operations rewrote at least one of their slots since ops_arm(). */
+long ops_count_reset(struct thread_ops *to)
+{
+	long seen = 0;
+
+	for (int i = 0; i < nr_nodes(to); i++) {
+		for (size_t j = 0; j < slots(to->type); j++) {
+			uint64_t *w = &to->words[i * slots(to->type) + j];
+
+			if (__atomic_load_n(w, __ATOMIC_RELAXED) != MARK) {
+				seen++;
+				break;
+			}
+		}
+	}
+	return seen;
+}
