@@ -241,6 +241,7 @@ def boot_once(opts, accel, script, logfile, record, probe=None):
         text = ""
         started = None
         shown = 0
+        finished = False
         echo = opts.verbose
         while True:
             with open(logfile, errors="replace") as f:
@@ -255,12 +256,15 @@ def boot_once(opts, accel, script, logfile, record, probe=None):
                     started = time.time() - t0
                     record["boot_to_command_s"] = round(started, 3)
                     shown = text.index(START_MARK) + len(START_MARK) + 1
-                if started is not None and not echo:
-                    # The command's output, as whole lines, on our stdout.
+                if started is not None and not echo and not finished:
+                    # The command's output, as whole lines, on our stdout,
+                    # up to the exit marker.
                     end = text.rfind("\n") + 1
                     for line in text[shown:end].splitlines():
-                        if not EXIT_RE.search(line):
-                            print(line.rstrip("\r"), flush=True)
+                        if EXIT_RE.search(line):
+                            finished = True
+                            break
+                        print(line.rstrip("\r"), flush=True)
                     shown = max(shown, end)
             m = EXIT_RE.search(text)
             now = time.time() - t0

@@ -1,0 +1,68 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# check-series.sh - checkpatch, and a warning-free build of each patch in turn.
+#
+# Usage: scripts/check-series.sh [SERIES_DIR]   (default kernel-patch/series)
+# For each prefix of the series (patch 1, patches 1-2, ...), builds the
+# objects that include the files the series touches, with the project's
+# config and with CONFIG_RSEQ=n, and fails on any compiler or objtool
+# warning. Then runs scripts/checkpatch.pl --strict on every patch and
+# prints its summary. A full vmlinux build of the whole series is what
+# `make kernels` does; this is the cheaper per-patch check.
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+series=$(realpath "${1:-$TOPDIR/kernel-patch/series}")
+mapfile -t patches < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$series/series" |
+	while read -r p; do echo "$series/$p"; done)
+src=$("$TOPDIR/scripts/kernel-source.sh")
+srcver=$(cat "$src/.git/rseq-opbench-version")
+wt=$CACHE_DIR/build/$srcver/check-series
+objs="kernel/rseq.o kernel/sys.o kernel/entry/common.o kernel/sched/core.o
+	kernel/fork.o kernel/signal.o fs/exec.o arch/x86/kernel/signal.o"
+export CCACHE_DIR=${CCACHE_DIR:-$CACHE_DIR/ccache} CCACHE_NOHASHDIR=1
+export CCACHE_SLOPPINESS=include_file_mtime,include_file_ctime,time_macros
+
+if [ ! -e "$wt/.git" ]; then
+	git -C "$src" worktree prune
+	git -C "$src" worktree add -q --detach "$wt" "debian-$srcver"
+fi
+git -C "$wt" am --abort >/dev/null 2>&1 || true
+git -C "$wt" checkout -q --detach -f "debian-$srcver"
+git -C "$wt" -c user.name=rseq-opbench -c user.email=rseq-opbench@localhost \
+	am -q "${patches[@]}" || die "series does not apply with git am"
+
+merged=$(ls -t "$CACHE_DIR/build/$srcver/default"/config-* | head -1)
+for cfg in rseq norseq; do
+	mkdir -p "$wt/_build_$cfg"
+	cp "$merged" "$wt/_build_$cfg/.config"
+	[ $cfg = norseq ] && sed -i 's/^CONFIG_RSEQ=y/# CONFIG_RSEQ is not set/' "$wt/_build_$cfg/.config"
+	make -s -C "$wt" O="_build_$cfg" ARCH=x86_64 olddefconfig >/dev/null
+done
+
+bad=0
+for i in "${!patches[@]}"; do
+	n=$((i + 1))
+	rev=$(git -C "$wt" rev-parse "HEAD~$(( ${#patches[@]} - n ))")
+	git -C "$wt" checkout -q --detach "$rev"
+	for cfg in rseq norseq; do
+		log=$wt/_build_$cfg/patch-$n.log
+		# shellcheck disable=SC2086
+		if ! make -C "$wt" O="_build_$cfg" ARCH=x86_64 -j"$(nproc)" CC="ccache gcc" \
+			$objs >"$log" 2>&1; then
+			tail -20 "$log" >&2
+			log "patch $n ($cfg): build FAILED; log $log"
+			bad=1
+		elif grep -E 'warning:|error:' "$log" >&2; then
+			log "patch $n ($cfg): warnings; log $log"
+			bad=1
+		else
+			log "patch $n ($cfg): builds clean: $(basename "${patches[$i]}")"
+		fi
+	done
+done
+for p in "${patches[@]}"; do
+	echo "checkpatch $(basename "$p"): $("$wt/scripts/checkpatch.pl" --strict -q "$p" 2>&1 |
+		grep '^total:' || echo clean)"
+done
+exit $bad
