@@ -1,0 +1,145 @@
+# SPDX-License-Identifier: GPL-2.0
+"""opbench: options, record format, registration helpers (host), and the
+correctness gate in the guest (rig)."""
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import TOP, kernel_dir
+
+LAUNCHER = os.path.join(TOP, "vm-images", "opbench-vm")
+SAMPLE_KEYS = {"kind", "bench", "flavour", "kernel", "nr_ops", "op_type",
+               "reg", "cpu", "sample", "loops", "loop", "ns", "ns_per_loop",
+               "clock"}
+GATE_KEYS = {"kind", "bench", "flavour", "kernel", "nr_ops", "op_type", "reg",
+             "cpu", "check", "resets_expected", "resets_seen", "valid",
+             "detail"}
+
+
+@pytest.fixture(scope="module")
+def opbench(tmp_path_factory):
+    out = tmp_path_factory.mktemp("mb")
+    r = subprocess.run(["make", "-s", "-C", os.path.join(TOP, "microbench"),
+                        "O=%s" % out, "USERCFLAGS=-Werror"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return str(out / "opbench")
+
+
+def run(opbench, *args):
+    return subprocess.run([opbench, "-q"] + list(args), capture_output=True,
+                          text=True, timeout=120)
+
+
+def records(stdout):
+    return [json.loads(l) for l in stdout.splitlines() if l.strip()]
+
+
+def test_list_names_every_benchmark(opbench):
+    r = run(opbench, "--list")
+    assert r.returncode == 0
+    names = [l.split()[0] for l in r.stdout.splitlines()]
+    assert names == ["syscall", "switch", "preempt", "signal", "migrate"]
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["-n", "5000", "syscall"], "want numbers 0..2048"),
+    (["-n", "1,x", "syscall"], "want numbers 0..2048"),
+    (["-t", "reset3", "syscall"], "want reset4, reset8, null, cpu or mmcid"),
+    (["-r", "v3", "syscall"], "want own, legacy or glibc"),
+    (["-l", "0", "syscall"], "--loops '0' is not a number >= 1"),
+    (["nosuch"], "no benchmark 'nosuch'"),
+    ([], "name one benchmark"),
+])
+def test_bad_arguments_are_named(opbench, args, msg):
+    r = run(opbench, *args)
+    assert r.returncode == 2
+    assert msg in r.stderr
+
+
+def test_records_on_host(opbench):
+    """N=0 measures anywhere; N=1 on a kernel without RSEQ operations gives
+    a clean 'unsupported' record, not a crash."""
+    r = run(opbench, "-n", "0,1", "-l", "100", "-s", "3", "-w", "0",
+            "-f", "host", "syscall")
+    assert r.returncode == 0, r.stderr
+    recs = records(r.stdout)
+    samples = [x for x in recs if x["kind"] == "sample"]
+    assert len(samples) == 3
+    for s in samples:
+        assert SAMPLE_KEYS <= set(s)
+        assert s["nr_ops"] == 0 and s["flavour"] == "host"
+        assert s["loops"] == 100 and s["ns"] > 0
+        assert abs(s["ns_per_loop"] - s["ns"] / 100) < 0.01
+    gates = [x for x in recs if x["kind"] == "gate"]
+    assert {g["check"] for g in gates} == {"no-walk-without-schedule",
+                                           "walk-after-schedule"}
+    for g in gates:
+        assert GATE_KEYS <= set(g) and g["valid"] is True
+    if any(x["kind"] == "sample" and x["nr_ops"] == 1 for x in recs):
+        pytest.skip("this host's kernel has RSEQ operations")
+    unsup = [x for x in recs if x["kind"] == "unsupported"]
+    assert len(unsup) == 1 and unsup[0]["nr_ops"] == 1
+
+
+def test_legacy_area_gets_no_operations(opbench):
+    r = run(opbench, "-r", "legacy", "-n", "1", "-l", "10", "-s", "1",
+            "syscall")
+    assert r.returncode == 0, r.stderr
+    recs = records(r.stdout)
+    assert [x["kind"] for x in recs] == ["unsupported"]
+    assert recs[0]["reg"] == "legacy"
+
+
+def guest(opbench, flavour, image, tmp_path, *args):
+    shutil.copy(opbench, tmp_path / "opbench")
+    r = subprocess.run(
+        [LAUNCHER, "--kernel", os.path.join(kernel_dir(flavour), "bzImage"),
+         "--image", image, "--share", str(tmp_path), "--timeout", "600",
+         "--", "sh", "-c", "./opbench -q %s > out.json" % " ".join(args)],
+        capture_output=True, text=True, timeout=700)
+    recs = records((tmp_path / "out.json").read_text())
+    return r, recs
+
+
+@pytest.mark.rig
+def test_gate_passes_on_ops(opbench, flavours, image, tmp_path):
+    if "ops" not in flavours:
+        pytest.skip("no ops kernel yet")
+    r, recs = guest(opbench, "ops", image, tmp_path, "-n", "0,1", "-l", "200",
+                    "-s", "2", "-w", "1", "all")
+    assert r.returncode == 0, r.stderr + r.stdout
+    gates = [x for x in recs if x["kind"] == "gate"]
+    assert len(gates) == 12      # syscall has two checks; 2 x (4 + 2)
+    bad = [g for g in gates if not g["valid"]]
+    assert not bad, bad
+    assert {s["bench"] for s in recs if s["kind"] == "sample"} == {
+        "syscall", "switch", "preempt", "signal", "migrate"}
+    assert all(s["flavour"] == "ops" for s in recs)
+
+
+@pytest.mark.rig
+def test_gate_fails_without_registration(opbench, flavours, image, tmp_path):
+    if "ops" not in flavours:
+        pytest.skip("no ops kernel yet")
+    r, recs = guest(opbench, "ops", image, tmp_path, "--no-ops", "-n", "1",
+                    "-l", "100", "-s", "1", "-w", "0", "all")
+    assert r.returncode == 1, r.stderr + r.stdout
+    gates = {(g["bench"], g["check"]): g["valid"] for g in recs
+             if g["kind"] == "gate"}
+    # Nothing registered: every check that expects a reset fails; the one
+    # that expects none still holds.
+    assert gates.pop(("syscall", "no-walk-without-schedule")) is True
+    assert gates and not any(gates.values()), gates
+
+
+@pytest.mark.rig
+def test_baseline_unsupported_not_crash(opbench, image, tmp_path):
+    r, recs = guest(opbench, "baseline", image, tmp_path, "-n", "0,1",
+                    "-l", "100", "-s", "1", "-w", "0", "syscall")
+    assert r.returncode == 0, r.stderr + r.stdout
+    kinds = [(x["kind"], x["nr_ops"]) for x in recs]
+    assert ("unsupported", 1) in kinds and ("sample", 0) in kinds
