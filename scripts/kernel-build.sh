@@ -110,11 +110,11 @@ fi
 
 # 3. The config: the merged one, unchanged by the series.
 mkdir -p "$obj"
-if ! cmp -s "$merged" "$obj/.config.merged" 2>/dev/null; then
+if ! cmp -s "$merged" "$obj/.config.merged" 2>/dev/null || [ ! -f "$obj/.config" ]; then
 	cp "$merged" "$obj/.config"
+	make -s -C "$wt" O="$obj" ARCH=x86_64 olddefconfig >/dev/null
 	cp "$merged" "$obj/.config.merged"
 fi
-make -s -C "$wt" O="$obj" ARCH=x86_64 olddefconfig >/dev/null
 "$TOPDIR/scripts/check-config.sh" "$obj/.config" "${frags[@]}"
 
 # 4. Build, with ccache shared between flavours. O= lies inside the worktree so
@@ -151,9 +151,18 @@ if [ $rc -ne 0 ]; then
 	tail -30 "$buildlog" >&2
 	die "[$flavour] build failed; full log: $buildlog"
 fi
+tbuild=$(( $(date +%s) - tb ))
+
+# Nothing rebuilt and already installed: done (a no-change rebuild).
+if [ -f "$out/provenance" ] && [ "$out/bzImage" -nt "$obj/arch/x86/boot/bzImage" ] &&
+	[ "$(sed -n 's/^series_hash=//p' "$out/provenance")" = "$series_hash" ] &&
+	cmp -s "$obj/.config" "$out/config"; then
+	log "[$flavour] up to date in $(fmt_secs $(( $(date +%s) - t0 ))): $out"
+	echo "$out"
+	exit 0
+fi
 make -s "${makeargs[@]}" headers >>"$buildlog" 2>&1 ||
 	{ tail -30 "$buildlog" >&2; die "[$flavour] make headers failed; full log: $buildlog"; }
-tbuild=$(( $(date +%s) - tb ))
 
 # 5. Install beside its provenance; never leave a half-written result.
 release=$(cat "$obj/include/config/kernel.release")
