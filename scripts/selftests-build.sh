@@ -28,10 +28,16 @@ progs="librseq.so basic_test basic_percpu_ops_test param_test param_test_compare
 	legacy_check check_optimized"
 targets=$(for p in $progs; do printf '%s/%s ' "$dest" "$p"; done)
 # shellcheck disable=SC2086
-make -s -C "$st" OUTPUT="$dest" KHDR_INCLUDES="-isystem $kdir/headers" \
-	$targets >"$dest/build.log" 2>&1 ||
-	{ tail -20 "$dest/build.log" >&2; die "rseq selftests failed to build; log: $dest/build.log"; }
-cp "$st"/run_*.sh "$st/settings" "$dest/"
+if make -s -C "$st" OUTPUT="$dest" KHDR_INCLUDES="-isystem $kdir/headers" \
+	$targets >"$dest/build.log" 2>&1; then
+	cp "$st"/run_*.sh "$st/settings" "$dest/"
+elif [ "$flavour" = ops ] || [ "$flavour" = baseline ]; then
+	tail -20 "$dest/build.log" >&2
+	die "rseq selftests failed to build; log: $dest/build.log"
+else
+	# The RFC's Makefile lists a rseq_op_test.c it does not contain.
+	log "[$flavour] upstream rseq selftests do not build here (log: $dest/build.log); only rseq_op_test"
+fi
 
 optest=$opswt/tools/testing/selftests/rseq/rseq_op_test.c
 if [ -f "$optest" ]; then
