@@ -242,6 +242,7 @@ def boot_once(opts, accel, script, logfile, record, probe=None):
         started = None
         shown = 0
         finished = False
+        exit_seen = None
         echo = opts.verbose
         while True:
             with open(logfile, errors="replace") as f:
@@ -266,12 +267,13 @@ def boot_once(opts, accel, script, logfile, record, probe=None):
                             break
                         print(line.rstrip("\r"), flush=True)
                     shown = max(shown, end)
-            m = EXIT_RE.search(text)
             now = time.time() - t0
+            if exit_seen is None and EXIT_RE.search(text):
+                exit_seen = now
             if proc.poll() is not None:
                 break
-            if m and now > (started or 0) + 20:
-                break   # reached the end but never reset: stop it ourselves
+            if exit_seen is not None and now > exit_seen + 10:
+                break   # reported its status but never reset: stop it
             if probe is not None and not text and now > probe:
                 proc.kill()
                 proc.wait()
