@@ -6,15 +6,16 @@
 # Env:   CACHE_DIR, GUEST_SUITE (default trixie)
 #
 # debootstrap --variant=minbase of Debian $GUEST_SUITE with the packages in
-# vm-images/packages.txt, our init, then `mkfs.ext4 -d` (no loop mounts).
+# vm-images/packages.txt, our init (opbench-init.c, built static), then
+# `mkfs.ext4 -d` (no loop mounts).
 # Cached under $CACHE_DIR/images/<recipe hash>/rootfs.ext4, where the hash
-# covers this script, the package list, the init and the suite.
+# covers this script, the package list, the init's source and the suite.
 set -euo pipefail
 . "$(dirname "$0")/../scripts/common.sh"
 
 suite=${GUEST_SUITE:-trixie}
 here=$TOPDIR/vm-images
-key=$( (cat "$here/build-rootfs.sh" "$here/packages.txt" "$here/opbench-init"; echo "$suite") |
+key=$( (cat "$here/build-rootfs.sh" "$here/packages.txt" "$here/opbench-init.c"; echo "$suite") |
 	sha256sum | cut -c1-16)
 dir=$CACHE_DIR/images/$key
 img=$dir/rootfs.ext4
@@ -38,7 +39,8 @@ if ! debootstrap --variant=minbase --include="$pkgs" \
 	die "debootstrap failed; full log: $tmp/debootstrap.log"
 fi
 root=$tmp/root
-install -m 0755 "$here/opbench-init" "$root/sbin/opbench-init"
+gcc -static -O2 -Wall -Wextra -o "$root/sbin/opbench-init" "$here/opbench-init.c" ||
+	die "cannot build the guest init (vm-images/opbench-init.c)"
 echo rseq-opbench > "$root/etc/hostname"
 # bookworm's perf reads perf_event_paranoid; we run as root in the guest anyway.
 rm -rf "$root/var/cache/apt/archives/"*.deb "$root/var/lib/apt/lists/"*
