@@ -4,7 +4,7 @@
  *
  * LD_PRELOAD=./rseq_op_preload.so ./param_test ...
  *
- * Interposes librseq's rseq_register_current_thread(): after the real one
+ * Interposes librseq's __rseq_register_current_thread(): after the real one
  * registered the thread's rseq area, registers one RESET operation on a
  * thread-local word, so that the selftest runs with the operation walk on
  * its exit path. Legacy (v1) registrations are refused operations by the
@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,16 +33,18 @@ static __thread uint64_t word;
 static __thread int registered;
 static unsigned long nr_threads, nr_ops, nr_refused;
 
-int rseq_register_current_thread(void)
+int __rseq_register_current_thread(bool nolibc, bool legacy);
+
+int __rseq_register_current_thread(bool nolibc, bool legacy)
 {
-	static int (*real)(void);
+	static int (*real)(bool, bool);
 	int ret;
 
 	if (!real)
-		real = (int (*)(void))dlsym(RTLD_NEXT, "rseq_register_current_thread");
+		real = (int (*)(bool, bool))dlsym(RTLD_NEXT, "__rseq_register_current_thread");
 	if (!real)
 		return -1;
-	ret = real();
+	ret = real(nolibc, legacy);
 	if (ret || registered)
 		return ret;
 	__atomic_add_fetch(&nr_threads, 1, __ATOMIC_RELAXED);
@@ -57,6 +60,8 @@ int rseq_register_current_thread(void)
 	}
 	return 0;
 }
+
+int rseq_unregister_current_thread(void);
 
 int rseq_unregister_current_thread(void)
 {
