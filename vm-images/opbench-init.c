@@ -24,6 +24,8 @@
 #include <sys/reboot.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 struct fs {
@@ -125,6 +127,12 @@ int main(void)
 	sync();
 out:
 	dprintf(1, "OPBENCH-EXIT: %d\n", status);
+	/*
+	 * Let the UART send the line before the reset: without this the
+	 * marker was lost now and then under -icount.
+	 */
+	tcdrain(1);
+	nanosleep(&(struct timespec){ .tv_nsec = 50 * 1000 * 1000 }, NULL);
 	reboot(RB_AUTOBOOT);
 	dprintf(2, "opbench-init: reboot failed: %s\n", strerror(errno));
 	for (;;)
