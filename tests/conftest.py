@@ -34,6 +34,12 @@ def kernel_dir(flavour, profile="default"):
     return r.stdout.strip()
 
 
+def provenance(flavour):
+    """A built flavour's provenance file, as a dict."""
+    with open(os.path.join(kernel_dir(flavour), "provenance")) as f:
+        return dict(l.rstrip("\n").split("=", 1) for l in f if "=" in l)
+
+
 def series_exists(path):
     return os.path.isdir(path) and any(
         f.endswith(".patch") for f in os.listdir(path))

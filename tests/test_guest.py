@@ -6,18 +6,13 @@ import subprocess
 
 import pytest
 
-from conftest import TOP, kernel_dir
+from conftest import TOP, kernel_dir, provenance
 
 LAUNCHER = os.path.join(TOP, "vm-images", "opbench-vm")
 
 # AT_RSEQ_FEATURE_SIZE: 33 without the series (the reserved byte), 56 with
 # the RSEQ operation list sentinel in struct rseq.
 FEATURE_SIZE = {"baseline": 33, "ops": 56}
-
-
-def provenance(flavour):
-    with open(os.path.join(kernel_dir(flavour), "provenance")) as f:
-        return dict(l.rstrip("\n").split("=", 1) for l in f if "=" in l)
 
 
 @pytest.mark.rig

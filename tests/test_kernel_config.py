@@ -6,7 +6,8 @@ import subprocess
 
 import pytest
 
-from conftest import OPS_SERIES, TOP, kernel_dir, run, series_exists
+from conftest import (OPS_SERIES, TOP, kernel_dir, provenance, run,
+                      series_exists)
 
 CONFIGS = os.path.join(TOP, "kernel-patch", "configs")
 FRAGMENTS = sorted(f for f in os.listdir(CONFIGS) if f.endswith(".config"))
@@ -82,12 +83,6 @@ def test_named_flavour_needs_series():
 PROVENANCE_KEYS = ["flavour", "profile", "kernel_release", "source_package",
                    "source_version", "series", "series_hash", "config_hash",
                    "compiler", "btf", "build_seconds", "built_at"]
-
-
-def provenance(flavour):
-    d = kernel_dir(flavour)
-    with open(os.path.join(d, "provenance")) as f:
-        return dict(l.rstrip("\n").split("=", 1) for l in f if "=" in l)
 
 
 @pytest.mark.rig
