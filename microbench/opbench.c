@@ -31,11 +31,11 @@
 #include "opbench.h"
 
 static const struct bench benches[] = {
-	{ "syscall", "getppid() round trip: no schedule, so no walk", bench_syscall },
-	{ "switch", "sched_yield() ping-pong of two threads on one CPU", bench_switch },
-	{ "preempt", "two spinning threads on one CPU: cost per preemption", bench_preempt },
-	{ "signal", "raise(), empty handler, return", bench_signal },
-	{ "migrate", "sched_setaffinity() bounce between two CPUs", bench_migrate },
+	{ "syscall", "getppid() round trip: no schedule, so no walk", 0, bench_syscall },
+	{ "switch", "sched_yield() ping-pong of two threads on one CPU", 2, bench_switch },
+	{ "preempt", "two spinning threads on one CPU: cost per preemption", 1, bench_preempt },
+	{ "signal", "raise(), empty handler, return", 1, bench_signal },
+	{ "migrate", "sched_setaffinity() bounce between two CPUs", 2, bench_migrate },
 };
 
 #define NR_BENCHES	(int)(sizeof(benches) / sizeof(benches[0]))
@@ -97,8 +97,9 @@ void emit_sample(struct bench_ctx *ctx, int sample, double ns, long loops,
 {
 	head(ctx, "sample");
 	printf(",\"sample\":%d,\"loops\":%ld,\"loop\":\"%s\",\"ns\":%.0f,"
-	       "\"ns_per_loop\":%.3f,\"clock\":\"CLOCK_MONOTONIC\"}\n",
-	       sample, loops, unit_of_loop, ns, ns / loops);
+	       "\"ns_per_loop\":%.3f,\"better\":\"lower\",\"walks_per_loop\":%d,"
+	       "\"clock\":\"CLOCK_MONOTONIC\"}\n",
+	       sample, loops, unit_of_loop, ns, ns / loops, ctx->walks);
 	fflush(stdout);
 }
 
@@ -376,6 +377,7 @@ int main(int argc, char **argv)
 			struct bench_ctx ctx = base;
 
 			ctx.bench = benches[b].name;
+			ctx.walks = benches[b].walks;
 			ctx.nr_ops = ops[i];
 			if (ctx.type == OP_NR)
 				ctx.type = strcmp(ctx.bench, "migrate") ? OP_NULL : OP_CPU;

@@ -42,6 +42,7 @@ struct thread_ops {
 /* One measurement cell: everything a record carries. */
 struct bench_ctx {
 	const char *bench;
+	int walks;		/* walks per loop, from the table */
 	enum reg_mode reg;
 	enum op_type type;
 	int nr_ops;
@@ -56,6 +57,7 @@ struct bench_ctx {
 struct bench {
 	const char *name;
 	const char *summary;
+	int walks;		/* list walks per timed loop, when operations run */
 	int (*fn)(struct bench_ctx *ctx);
 };
 

@@ -13,6 +13,7 @@ from conftest import TOP, kernel_dir
 LAUNCHER = os.path.join(TOP, "vm-images", "opbench-vm")
 SAMPLE_KEYS = {"kind", "bench", "flavour", "kernel", "nr_ops", "op_type",
                "reg", "cpu", "sample", "loops", "loop", "ns", "ns_per_loop",
+               "better", "walks_per_loop",
                "clock"}
 GATE_KEYS = {"kind", "bench", "flavour", "kernel", "nr_ops", "op_type", "reg",
              "cpu", "check", "resets_expected", "resets_seen", "valid",
