@@ -4,10 +4,12 @@
  *
  * Neither thread makes a syscall while measured: every switch is a
  * preemption by the tick. The measured thread first spins alone to learn
- * its rate of work; then both spin on one CPU for the sample's duration
- * (loops x 10 us). The time the pair did not spend working, divided by
- * their preemptions, is the cost of one preemption, walks included:
- *     (wall - (work_a + work_b) / rate_alone) / (preemptions_a + _b)
+ * its rate of work; then both spin on one CPU until the same deadline,
+ * loops x 10 us after the start. The time of that window the pair did not
+ * spend working, divided by their preemptions, is the cost of one
+ * preemption, walks included:
+ *     (window - (work_a + work_b) / rate_alone) / (preemptions_a + _b)
+ * Work either thread finishes after the deadline is at most one CHUNK.
  * The gate arms the words, spins until preempted and expects them reset.
  */
 #define _GNU_SOURCE
@@ -118,9 +120,14 @@ int bench_preempt(struct bench_ctx *ctx)
 		before = involuntary();
 		work = spin_until(c.until);
 		n = involuntary() - before;
+		/*
+		 * The window ends at c.until. Waiting for the competitor to
+		 * notice is not part of it: until it is preempted, this
+		 * thread spins here doing no counted work.
+		 */
 		while (__atomic_load_n(&c.done, __ATOMIC_ACQUIRE) != go)
 			;
-		wall = now_ns() - t0;
+		wall = c.until - t0;
 		n += c.preempted;
 		lost = wall - (work + c.work) / rate;
 		if (s >= 0 && n > 0)
