@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""analyze.py - statistics, plots and the mailing-list report of one run.
+
+    results/<date>-<label>/boot-*/opbench.json  ->  analyze.py  ->
+        results/<date>-<label>/analysis/report.txt      (72 columns)
+                                        analysis.json   (every number)
+                                        plots/*.png, plots/*.svg
+
+Usage: analysis/analyze.py [RESULTS_DIR] [--out DIR] [--force]
+Without RESULTS_DIR, the newest benchmark run under results/ is analysed.
+An existing analysis is never overwritten: --force keeps it as
+analysis.old-<UTC date>/ and writes the new one in its place. The output is
+built in a temporary directory and renamed only when complete.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import opbench_data  # noqa: E402
+import opbench_plots  # noqa: E402
+import opbench_report  # noqa: E402
+
+TOP = os.path.dirname(HERE)
+
+
+def newest_run():
+    runs = [d for d in glob.glob(os.path.join(TOP, "results", "*"))
+            if glob.glob(os.path.join(d, "boot-*", "opbench.json"))]
+    if not runs:
+        sys.exit("analyze: no benchmark run under %s; run `make bench` "
+                 "first or name a results directory"
+                 % os.path.join(TOP, "results"))
+    return max(runs, key=os.path.basename)
+
+
+def jsonable(a):
+    """analysis.json carries no raw samples: they stay in opbench.json."""
+    out = json.loads(json.dumps(a))
+    for g in out["groups"]:
+        for c in g["cells"]:
+            c.pop("samples", None)
+    return out
+
+
+def write(rdir, outdir, force):
+    run = opbench_data.load(rdir)
+    a = opbench_data.analyse(run)
+    text = opbench_report.render(run, a)
+    parent = os.path.dirname(os.path.abspath(outdir))
+    os.makedirs(parent, exist_ok=True)
+    if os.path.exists(outdir) and not force:
+        sys.exit("analyze: %s exists; keep it and pass --out DIR, or pass "
+                 "--force to keep it as %s.old-<date> and write anew"
+                 % (outdir, os.path.basename(outdir)))
+    tmp = tempfile.mkdtemp(prefix=".analysis-", dir=parent)
+    try:
+        with open(os.path.join(tmp, "report.txt"), "w") as f:
+            f.write(text)
+        with open(os.path.join(tmp, "analysis.json"), "w") as f:
+            json.dump(jsonable(a), f, indent=1, sort_keys=True)
+        plots = opbench_plots.plot_all(a, run, os.path.join(tmp, "plots"))
+        if os.path.exists(outdir):
+            old = "%s.old-%s" % (outdir, time.strftime("%Y%m%dT%H%M%SZ",
+                                                        time.gmtime()))
+            os.rename(outdir, old)
+            print("analyze: kept the earlier analysis as %s" % old,
+                  file=sys.stderr)
+        os.rename(tmp, outdir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return text, [os.path.join(outdir, "plots", os.path.basename(p))
+                  for p in plots]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    ap.add_argument("results", nargs="?", help="results/<date>-<label>/")
+    ap.add_argument("--out", help="output directory "
+                    "(default RESULTS/analysis)")
+    ap.add_argument("--force", action="store_true",
+                    help="replace an existing analysis, keeping the old one")
+    ap.add_argument("-q", "--quiet", action="store_true",
+                    help="do not print the report")
+    args = ap.parse_args()
+    rdir = args.results or newest_run()
+    outdir = args.out or os.path.join(rdir, "analysis")
+    try:
+        text, plots = write(rdir, outdir, args.force)
+    except opbench_data.ResultsError as e:
+        sys.exit("analyze: %s" % e)
+    if not args.quiet:
+        sys.stdout.write(text)
+    print("analyze: report %s" % os.path.join(outdir, "report.txt"),
+          file=sys.stderr)
+    print("analyze: plots  %s/ (%d files)" % (os.path.join(outdir, "plots"),
+                                              len(plots)), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+# SPDX-License-Identifier: GPL-2.0
+"""opbench_plots - matplotlib figures of an analysis (opbench_data.analyse).
+
+Every figure is written as PNG and SVG, sized to stay readable when pasted
+at 800 pixels wide, and titled with kernel, flavours and accelerator:
+    overhead.{png,svg}      overhead against N (log2), one line per benchmark
+    zero-ops.{png,svg}      ops (or any flavour) at N=0 against baseline
+    per-op.{png,svg}        cost per operation (slope b) per benchmark
+    sweep-<bench>.{png,svg} time against N, one line per flavour
+"""
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+DPI = 100
+SIZE = (8, 5)		# 800 x 500 pixels at DPI
+COLOURS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+
+
+def title(a, run, what):
+    k = next((b["kernel"] for b in run["boots"] if b["kernel"]), {})
+    return "%s\nLinux %s, %s, accel %s" % (
+        what, k.get("source_version", "?"), " / ".join(a["flavours"]),
+        a["accel"])
+
+
+def save(fig, outdir, name):
+    paths = []
+    for ext in ("png", "svg"):
+        p = os.path.join(outdir, "%s.%s" % (name, ext))
+        fig.savefig(p, dpi=DPI)
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def label(g):
+    return g["bench"] if g["op_type"] in ("null", "cpu") else \
+        "%s (%s)" % (g["bench"], g["op_type"])
+
+
+def overhead(a, run, outdir, flavour="ops"):
+    """Overhead against N=0 on one flavour, log2 N, symlog y."""
+    fig, ax = plt.subplots(figsize=SIZE)
+    drawn = 0
+    for i, g in enumerate(a["groups"]):
+        rows = g["vs_zero"].get(flavour)
+        if not rows:
+            continue
+        ns = [r["nr_ops"] for r in rows]
+        d = np.array([r["diff"] for r in rows])
+        lo = np.array([r["diff_ci"][0] for r in rows])
+        hi = np.array([r["diff_ci"][1] for r in rows])
+        c = COLOURS[i % len(COLOURS)]
+        ax.plot(ns, d, "o-", color=c, label=label(g), ms=4)
+        ax.fill_between(ns, lo, hi, color=c, alpha=0.25, lw=0)
+        drawn += 1
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("symlog", linthresh=100)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xlabel("operations registered per thread (N)")
+    ax.set_ylabel("%s per loop, N minus N=0 (symlog)" % a["unit"])
+    ax.set_title(title(a, run, "Overhead of N operations on %s, 95%% CI "
+                       "bands" % flavour), fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    if drawn:
+        ax.legend(fontsize=9)
+    else:
+        ax.text(0.5, 0.5, "no %s sweep in this run" % flavour,
+                ha="center", transform=ax.transAxes)
+    fig.tight_layout()
+    return save(fig, outdir, "overhead")
+
+
+def zero_ops(a, run, outdir):
+    """Distributions at N=0, each flavour relative to the reference median."""
+    fig, ax = plt.subplots(figsize=SIZE)
+    ticks, names = [], []
+    x = 0
+    flavours = a["flavours"]
+    for g in a["groups"]:
+        cells = {c["flavour"]: c for c in g["cells"] if c["nr_ops"] == 0}
+        ref = cells.get(a["reference"])
+        if not ref:
+            continue
+        for j, fl in enumerate(flavours):
+            c = cells.get(fl)
+            if not c:
+                continue
+            rel = (np.array(c["samples"]) / ref["median"] - 1) * 100
+            pos = x + j * 0.8 / max(1, len(flavours))
+            ax.boxplot(rel, positions=[pos], widths=0.6 / len(flavours),
+                       patch_artist=True, showfliers=False,
+                       boxprops={"facecolor": COLOURS[j % len(COLOURS)],
+                                 "alpha": 0.5})
+            jitter = np.linspace(-0.08, 0.08, len(rel))
+            ax.plot(pos + jitter, rel, ".", color=COLOURS[j % len(COLOURS)],
+                    ms=4)
+        ticks.append(x + 0.4 * (len(flavours) - 1) / len(flavours))
+        names.append(label(g))
+        x += 1
+    ax.set_xticks(ticks)
+    ax.set_xticklabels(names)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_ylabel("%% against %s median at N=0" % a["reference"])
+    handles = [plt.Rectangle((0, 0), 1, 1, color=COLOURS[j % len(COLOURS)],
+                             alpha=0.5) for j in range(len(flavours))]
+    ax.legend(handles, flavours, fontsize=9)
+    ax.set_title(title(a, run, "No operation registered: every flavour "
+                       "against %s" % a["reference"]), fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    return save(fig, outdir, "zero-ops")
+
+
+def per_op(a, run, outdir):
+    """Slope b per operation per walk, with its CI, per benchmark/flavour."""
+    fig, ax = plt.subplots(figsize=SIZE)
+    names, x = [], 0
+    fls = [f for f in a["flavours"] if any(f in g["cost"]
+                                          for g in a["groups"])]
+    width = 0.8 / max(1, len(fls))
+    for g in a["groups"]:
+        if not g["cost"]:
+            continue
+        walks = g["walks_per_loop"] or 1
+        for j, fl in enumerate(fls):
+            m = g["cost"].get(fl)
+            if not m:
+                continue
+            b = m["b"] / walks
+            err = [[b - m["b_ci"][0] / walks], [m["b_ci"][1] / walks - b]]
+            ax.bar(x + j * width, b, width, yerr=err, capsize=3,
+                   color=COLOURS[j % len(COLOURS)],
+                   label=fl if x == 0 else None)
+            ax.annotate("%.1f" % b, (x + j * width, b), ha="center",
+                        va="bottom", fontsize=8, xytext=(0, 3),
+                        textcoords="offset points")
+        names.append(label(g))
+        x += 1
+    ax.set_xticks([i + width * (len(fls) - 1) / 2 for i in range(x)])
+    ax.set_xticklabels(names)
+    ax.set_ylabel("%s per operation per walk (slope b)" % a["unit"])
+    ax.set_title(title(a, run, "Cost of one operation in one walk, 95% CI"),
+                 fontsize=10)
+    if fls:
+        ax.legend(fontsize=9)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    return save(fig, outdir, "per-op")
+
+
+def sweep(a, run, outdir, g):
+    """Median time against N, one line per flavour, with the fitted lines."""
+    fig, ax = plt.subplots(figsize=SIZE)
+    for j, fl in enumerate(a["flavours"]):
+        cells = [c for c in g["cells"] if c["flavour"] == fl]
+        if not cells:
+            continue
+        c0 = COLOURS[j % len(COLOURS)]
+        ns = np.array([max(c["nr_ops"], 0.5) for c in cells])
+        med = np.array([c["median"] for c in cells])
+        lo = np.array([c["ci"][0] for c in cells])
+        hi = np.array([c["ci"][1] for c in cells])
+        ax.errorbar(ns, med, yerr=[med - lo, hi - med], fmt="o", color=c0,
+                    ms=4, capsize=2, label=fl)
+        m = g["cost"].get(fl)
+        if m:
+            xs = np.array([m["ns"][0], m["ns"][-1]], dtype=float)
+            ax.plot(xs, m["a"] + m["b"] * xs, "-", color=c0, lw=1,
+                    label="%s fit: b = %.1f" % (fl, m["b"]))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("operations registered per thread (N; N=0 drawn at 0.5)")
+    ax.set_ylabel("%s per loop (%s)" % (a["unit"], g["loop"]))
+    ax.set_title(title(a, run, "%s: time against N" % label(g)), fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=9)
+    fig.tight_layout()
+    name = "sweep-%s" % g["bench"]
+    if g["op_type"] not in ("null", "cpu"):
+        name += "-" + g["op_type"]
+    return save(fig, outdir, name)
+
+
+def plot_all(a, run, outdir):
+    os.makedirs(outdir, exist_ok=True)
+    paths = []
+    paths += overhead(a, run, outdir)
+    paths += zero_ops(a, run, outdir)
+    paths += per_op(a, run, outdir)
+    for g in a["groups"]:
+        if len({c["nr_ops"] for c in g["cells"]}) > 1:
+            paths += sweep(a, run, outdir, g)
+    return paths

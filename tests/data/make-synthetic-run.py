@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""make-synthetic-run.py - write a results directory with known answers.
+
+    tests/data/make-synthetic-run.py DIR [--accel icount|tcg]
+
+Four boots (baseline ops ops baseline) of two benchmarks, in the layout
+scripts/bench.sh writes, from a seeded generator:
+  syscall  252.4 per loop on every kernel and every N (no walk)
+  switch   4456.0 on baseline; ops at N=0 is 4455.0; ops at N >= 1 is
+           4650 + 90.4 x N (45.2 per operation per walk, 2 walks per loop)
+  noise    normal, sd 1.5, plus 0.5 between boots of one flavour
+  gate     switch on ops at N=64 in boot 3 fails: its samples are invalid
+tests/test_analysis.py checks the analysis recovers these answers, and the
+report against tests/data/synthetic-report.txt (regenerate both with
+tests/test_analysis.py --regen ... see that file).
+"""
+import argparse
+import json
+import os
+
+import numpy as np
+
+NS = [0, 1, 2, 4, 8, 16, 32, 64]
+SAMPLES = 8
+
+
+def truth(bench, flavour, n):
+    if bench == "syscall":
+        return 252.4
+    if flavour == "baseline":
+        return 4456.0
+    return 4455.0 if n == 0 else 4650.0 + 90.4 * n
+
+
+def boot_records(rng, bench, flavour, boot, shift):
+    out = []
+    ns = NS if flavour == "ops" else NS
+    for n in ns:
+        head = {"bench": bench, "flavour": flavour,
+                "kernel": "7.2.13-%s" % flavour, "nr_ops": n,
+                "op_type": "null", "reg": "own", "cpu": 1}
+        if flavour == "baseline" and n > 0:
+            out.append(dict(head, kind="unsupported", errno=22,
+                            why="kernel without RSEQ operations"))
+            continue
+        for s in range(SAMPLES):
+            v = truth(bench, flavour, n) + shift + rng.normal(0, 1.5)
+            out.append(dict(head, kind="sample", sample=s, loops=1000,
+                            loop="getppid" if bench == "syscall" else
+                            "yield round trip (2 switches)",
+                            ns=round(v * 1000), ns_per_loop=round(v, 3),
+                            better="lower",
+                            walks_per_loop=0 if bench == "syscall" else 2,
+                            clock="CLOCK_MONOTONIC"))
+        ok = not (bench == "switch" and flavour == "ops" and n == 64
+                  and boot == 3)
+        exp = n if bench == "switch" else 0
+        out.append(dict(head, kind="gate", check="walk-after-switch",
+                        resets_expected=exp, resets_seen=exp if ok else 0,
+                        valid=ok, detail="synthetic"))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dir")
+    ap.add_argument("--accel", default="icount")
+    args = ap.parse_args()
+    rng = np.random.default_rng(20261203)
+    os.makedirs(args.dir)
+    with open(os.path.join(args.dir, "provenance"), "w") as f:
+        f.write("profile=synthetic\naccel_requested=%s\n"
+                "boot_order=baseline ops ops baseline\n"
+                "ops=0,1,2,4,8,16,32,64 loops=1000 samples=8 warmup=1\n"
+                "host_kernel=6.1.0-test\nhost_cpu=Test CPU\nhost_cpus=2\n"
+                "qemu=QEMU emulator version 7.2.22\nimage_suite=trixie\n"
+                "image_recipe=0123456789abcdef\nimage_perf=6.12\n"
+                "image_bpftrace=0.23.2\nproject_commit=0000000000000000\n"
+                "command=scripts/bench.sh\n" % args.accel)
+    for i, fl in enumerate(["baseline", "ops", "ops", "baseline"], 1):
+        d = os.path.join(args.dir, "boot-%d-%s" % (i, fl))
+        os.makedirs(d)
+        shift = rng.normal(0, 0.5)
+        recs = []
+        for bench in ("syscall", "switch"):
+            recs += boot_records(rng, bench, fl, i, shift)
+        with open(os.path.join(d, "opbench.json"), "w") as f:
+            for r in recs:
+                f.write(json.dumps(r, separators=(",", ":")) + "\n")
+        with open(os.path.join(d, "kernel-provenance"), "w") as f:
+            f.write("flavour=%s\nkernel_release=7.2.13-%s\n"
+                    "source_package=linux-source-7.2\nsource_version=7.2.13-1\n"
+                    "series_hash=%s\nseries_patches=%s\n"
+                    "config_hash=42b266868f7f4dd7\n"
+                    "config_fragments=opbench.config\n"
+                    "compiler=gcc (Debian 12.2.0-14) 12.2.0\npreempt=full\n"
+                    "mitigations=on\n" % (
+                        fl, fl, "70c40deeb4d55747" if fl == "ops" else "none",
+                        "5" if fl == "ops" else "0"))
+        with open(os.path.join(d, "guest-info.txt"), "w") as f:
+            f.write("clocksource: tsc\ncpus: 2\ncpu_model: QEMU TCG CPU\n"
+                    "glibc: ldd (Debian GLIBC 2.41-12) 2.41\n"
+                    "vuln_spectre_v2: Mitigation: Retpolines\n")
+        cmd = ["qemu-system-x86_64", "-smp", "2", "-accel", "tcg", "-cpu",
+               "max"]
+        if args.accel == "icount":
+            cmd += ["-icount", "shift=0,align=off,sleep=off"]
+        with open(os.path.join(d, "vm.json"), "w") as f:
+            json.dump({"accel": args.accel, "smp": 2, "pin": None,
+                       "qemu_command": cmd,
+                       "guest_command": ["./guest-bench.sh"]}, f)
+
+
+if __name__ == "__main__":
+    main()
