@@ -24,11 +24,14 @@ PYTEST_V :=
 endif
 
 .PHONY: help deps source config kernels kernel image vm-check test test-host \
-	selftests selftests-op differential bench clean-cache
+	selftests selftests-op differential bench bench-walker report clean-cache
 
 help:
 	@echo 'rseq-opbench targets:'
-	@echo '  bench        kernels, image, benchmarks in the guest (BENCH_PROFILE=quick|default)'
+	@echo '  bench        everything: kernels, image, benchmarks, analysis, report'
+	@echo '               (BENCH_PROFILE=default|quick|walker)'
+	@echo '  bench-walker our walker against the RFC as posted (RFC_SERIES), baseline beside'
+	@echo '  report       analyse a run again: RESULTS=results/<run> [FORCE=1]'
 	@echo '  test         all tests: host unit tests, kernels, image, guest boots'
 	@echo '  test-host    host-only tests (no kernel build, no boot)'
 	@echo '  deps         install missing Debian packages (root)'
@@ -86,11 +89,14 @@ differential: deps kernels image
 	$(Q)scripts/kernel-build.sh rfc "$(RFC_SERIES)" >/dev/null
 	$(Q)scripts/differential.sh
 
-bench: deps kernels image
-	$(Q)scripts/bench.sh
-	@echo 'bench: the raw records are in the newest results/ directory.' >&2
-	@echo 'bench: statistics, plots and the report (issue 7) and tracing' >&2
-	@echo 'bench: (issue 6) are not built yet: no report was produced.' >&2
+bench:
+	$(Q)scripts/bench-all.sh
+
+bench-walker:
+	$(Q)BENCH_PROFILE=walker RFC_SERIES="$(RFC_SERIES)" scripts/bench-all.sh
+
+report:
+	$(Q)$(PYTHON) analysis/analyze.py $(RESULTS) $(if $(FORCE),--force)
 
 clean-cache:
 	rm -rf "$(CACHE_DIR)"

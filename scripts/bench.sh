@@ -3,10 +3,12 @@
 # bench.sh - boot each flavour in turn and run the microbenchmarks in its guest.
 #
 # Usage: scripts/bench.sh            (make bench calls it)
-# Env:   BENCH_PROFILE=default|quick, ACCEL=icount|tcg|auto (default icount),
-#        FLAVOURS (default "baseline ops"), LABEL (default the profile)
+# Env:   BENCH_PROFILE=default|quick|walker, ACCEL=icount|tcg|auto (default
+#        icount), FLAVOURS (default "baseline ops"; walker: "baseline ops
+#        rfc"), LABEL (default the profile), RESULTS_ROOT (default results/);
+#        OPS, LOOPS, SAMPLES, BENCHES override the profile's.
 #
-# Flavours are interleaved across boots (A B B A, default profile) so that a
+# Flavours are interleaved across boots (A B B A) so that a
 # drift of the host shows up as a difference between boots of one flavour,
 # not between flavours. Every boot gets its own directory under
 #   results/<UTC date>-<label>/boot-<n>-<flavour>/
@@ -17,23 +19,36 @@ set -euo pipefail
 
 profile=${BENCH_PROFILE:-default}
 accel=${ACCEL:-icount}
-read -r -a fl <<< "${FLAVOURS:-baseline ops}"
+sweep=0,1,2,4,8,16,32,64,128,256,512,1024,2048
 case "$profile" in
 quick)
-	order=("${fl[@]}")
-	export OPS=0,1,2048 LOOPS=200 SAMPLES=3 WARMUP=1
-	export BENCHES="syscall switch preempt signal migrate" TYPES=null
+	read -r -a fl <<< "${FLAVOURS:-baseline ops}"
+	export OPS=${OPS:-0,1,2048} LOOPS=${LOOPS:-200} SAMPLES=${SAMPLES:-3} WARMUP=1
+	export BENCHES=${BENCHES:-syscall switch signal migrate} TYPES=null
 	;;
 default)
-	order=("${fl[@]}")
-	for ((i = ${#fl[@]} - 1; i >= 0; i--)); do order+=("${fl[$i]}"); done
-	export OPS=0,1,2,4,8,16,32,64,128,256,512,1024,2048 LOOPS=2000 SAMPLES=10 WARMUP=2
-	export BENCHES="syscall switch preempt signal migrate" TYPES=null
+	read -r -a fl <<< "${FLAVOURS:-baseline ops}"
+	export OPS=${OPS:-$sweep} LOOPS=${LOOPS:-2000} SAMPLES=${SAMPLES:-10} WARMUP=2
+	export BENCHES=${BENCHES:-syscall switch signal migrate} TYPES=null
 	;;
-*) die "BENCH_PROFILE='$profile' is unknown; use quick or default" ;;
+walker)
+	# Issue 9: our walker against the RFC's, baseline at N=0 beside them.
+	read -r -a fl <<< "${FLAVOURS:-baseline ops rfc}"
+	export OPS=${OPS:-$sweep} LOOPS=${LOOPS:-500} SAMPLES=${SAMPLES:-5} WARMUP=1
+	export BENCHES=${BENCHES:-switch signal} TYPES=null
+	;;
+*) die "BENCH_PROFILE='$profile' is unknown; use quick, default or walker" ;;
 esac
+# preempt is left out of the profiles: its figure (lost time per
+# preemption) is not yet trustworthy, negative in short windows under
+# icount. Run it by name: BENCHES="preempt".
+# Every profile boots each flavour twice, in mirrored order (A B B A), so
+# that the A/A noise floor exists and a drift of the host shows up between
+# boots of one flavour rather than between flavours.
+order=("${fl[@]}")
+for ((i = ${#fl[@]} - 1; i >= 0; i--)); do order+=("${fl[$i]}"); done
 
-out=$TOPDIR/results/$(date -u +%Y%m%dT%H%M%SZ)-${LABEL:-$profile}
+out=${RESULTS_ROOT:-$TOPDIR/results}/$(date -u +%Y%m%dT%H%M%SZ)-${LABEL:-$profile}
 [ ! -e "$out" ] || die "$out exists; wait a second and run again"
 mkdir -p "$out"
 img=$("$TOPDIR/vm-images/build-rootfs.sh")
@@ -80,4 +95,6 @@ for i in "${!order[@]}"; do
 done
 cat "$out"/boot-*/opbench.json > "$out/records.json" 2>/dev/null || true
 log "done in $(fmt_secs $(( $(date +%s) - t0 ))): $(wc -l < "$out/records.json") records in $out/records.json"
+# The one line on stdout: where the run is (scripts/bench-all.sh reads it).
+echo "$out"
 exit $rc
