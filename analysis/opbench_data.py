@@ -19,6 +19,8 @@ import json
 import os
 import re
 
+import numpy as np
+
 import opbench_stats as st
 
 REFERENCE = "baseline"
@@ -129,6 +131,7 @@ def collect(run):
     operations ran.
     """
     samples = collections.defaultdict(lambda: collections.defaultdict(list))
+    switches = collections.defaultdict(lambda: collections.defaultdict(list))
     gates = collections.defaultdict(list)
     unsupported = {}
     meta = {}
@@ -138,6 +141,9 @@ def collect(run):
             key = _cell(r)
             if kind == "sample":
                 samples[key][b["index"]].append(float(r[METRIC]))
+                if "switches_per_loop" in r:
+                    switches[key][b["index"]].append(
+                        float(r["switches_per_loop"]))
                 meta.setdefault(r["bench"], {
                     "loop": r.get("loop", "loop"),
                     "walks_per_loop": r.get("walks_per_loop"),
@@ -147,6 +153,7 @@ def collect(run):
             elif kind == "unsupported":
                 unsupported[key] = r.get("why", "unsupported")
     valid = collections.defaultdict(dict)
+    valid_sw = collections.defaultdict(dict)
     invalid = []
     for key, per_boot in samples.items():
         for boot, xs in per_boot.items():
@@ -164,6 +171,9 @@ def collect(run):
                                 "samples": len(xs), "why": why})
                 continue
             valid[key][boot] = xs
+            sw = switches[key].get(boot, [])
+            if len(sw) == len(xs):
+                valid_sw[key][boot] = sw
     # Gates that failed where no sample was taken are invalid cells too.
     for (key, boot), g in gates.items():
         if key in samples and boot in samples[key]:
@@ -176,7 +186,7 @@ def collect(run):
                             % bad[0].get("check")})
     invalid.sort(key=lambda x: (x["bench"], x["flavour"], x["nr_ops"],
                                 x["boot"]))
-    return valid, invalid, unsupported, meta
+    return valid, valid_sw, invalid, unsupported, meta
 
 
 def flavour_order(run):
@@ -190,12 +200,40 @@ def flavour_order(run):
     return order
 
 
+# Switches per loop may drift this far from the N=0 value before the
+# walks per loop are said to vary with N.
+SWITCH_DRIFT = 0.01
+
+
+def switch_adjusted(g, fl):
+    """Samples rescaled to the switches per loop seen at N=0, or None.
+
+    A benchmark whose loops switch a known number of times (switch,
+    migrate) walks once per switch. When long walks make the thread switch
+    more often than that (a tick preempting it, say), its time per loop
+    grows faster than N: each sample is then scaled by the N=0 switch rate
+    over its own, which counts each walk once. None when the rates do not
+    drift, or the loop does not switch at all (signal, syscall).
+    """
+    cells = {c["nr_ops"]: c for c in g["cells"] if c["flavour"] == fl}
+    base = cells.get(0, {}).get("switches_per_loop")
+    if not base or any("switches" not in c for c in cells.values()):
+        return None
+    drift = max(abs(c["switches_per_loop"] / base - 1)
+                for c in cells.values())
+    g.setdefault("switch_drift", {})[fl] = drift
+    if drift <= SWITCH_DRIFT:
+        return None
+    return {n: [x * base / sw for x, sw in zip(c["samples"], c["switches"])
+                if sw > 0] for n, c in cells.items()}
+
+
 def analyse(run):
     """Every number the report, the plots and the notebook show."""
     accel = accel_of(run)
     unit, unit_short, unit_doc = UNITS.get(
         accel, ("ns", "ns", "guest wall-clock time"))
-    valid, invalid, unsupported, meta = collect(run)
+    valid, valid_sw, invalid, unsupported, meta = collect(run)
     flavours = flavour_order(run)
     groups = sorted({k[:3] for k in valid} | {k[:3] for k in unsupported})
     out = {"run": run["name"], "dir": run["dir"], "accel": accel,
@@ -220,6 +258,10 @@ def analyse(run):
             s = st.summary(xs, key=gkey + (fl, n))
             s.update({"flavour": fl, "nr_ops": n, "boots": sorted(per_boot),
                       "samples": xs})
+            swb = valid_sw.get(gkey + (fl, n), {})
+            if sorted(swb) == sorted(per_boot):
+                s["switches"] = [x for b in sorted(swb) for x in swb[b]]
+                s["switches_per_loop"] = float(np.median(s["switches"]))
             g["cells"].append(s)
         # A/A: the reference flavour at N = 0, boot against boot.
         ref0 = cells.get(gkey + (REFERENCE, 0), {})
@@ -260,5 +302,10 @@ def analyse(run):
             if model:
                 model["zero_median"] = st.summary(pooled(fl, 0))["median"]
                 g["cost"][fl] = model
+            adj = switch_adjusted(g, fl)
+            if adj:
+                m2 = st.cost_model(adj, key=gkey + (fl, "per-switch"))
+                if m2:
+                    g.setdefault("cost_per_switch", {})[fl] = m2
         out["groups"].append(g)
     return out

@@ -167,12 +167,18 @@ def group_lines(g, a):
                            "%s is better" % (g["op_type"], g["reg"], unit,
                                              g["better"]), WIDTH)
     lines.append("")
-    lines.append("%7s  %-10s %4s %12s  %s" % ("N", "flavour", "n", "median",
-                                              "95% CI"))
+    has_sw = any("switches_per_loop" in c for c in g["cells"])
+    lines.append(("%7s  %-10s %4s %12s  %-24s%s" % (
+        "N", "flavour", "n", "median", "95% CI",
+        "sw/loop" if has_sw else "")).rstrip())
     for c in g["cells"]:
-        lines.append("%7d  %-10s %4d %12s  %s" % (
+        sw = c.get("switches_per_loop")
+        lines.append(("%7d  %-10s %4d %12s  %-24s%s" % (
             c["nr_ops"], c["flavour"][:10], c["n"], num(c["median"]),
-            ci(c["ci"])))
+            ci(c["ci"]), "%.3f" % sw if sw is not None else "")).rstrip())
+    if has_sw:
+        lines.append("  sw/loop: context switches of the measured thread "
+                     "per loop (median)")
     na = {}
     for fl, n in g["unsupported"]:
         na.setdefault(fl, []).append(str(n))
@@ -226,6 +232,23 @@ def group_lines(g, a):
             lines.append("  one 2048-operation walk: %s %s" % (
                 num(per * 2048), unit))
         lines.append("  R^2 = %.6f over %d samples" % (m["r2"], m["n"]))
+        m2 = g.get("cost_per_switch", {}).get(fl)
+        if m2:
+            lines += textwrap.wrap(
+                "! switches per loop vary with N by up to %.1f%% on %s: "
+                "some loops walked more than %s times. Counting each "
+                "walk once (samples scaled to the N=0 switch rate):" % (
+                    100 * g["switch_drift"][fl], fl, walks), WIDTH,
+                initial_indent="  ", subsequent_indent="    ")
+            lines.append("  b = %s %s %s per operation per loop" % (
+                num(m2["b"]), ci(m2["b_ci"]), unit))
+            if walks:
+                per = m2["b"] / walks
+                lines.append("    = %s %s per operation per walk" % (
+                    num(per), ci((m2["b_ci"][0] / walks,
+                                  m2["b_ci"][1] / walks))))
+                lines.append("  one 2048-operation walk: %s %s" % (
+                    num(per * 2048), unit))
     return lines
 
 

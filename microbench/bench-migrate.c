@@ -30,7 +30,7 @@ int bench_migrate(struct bench_ctx *ctx)
 		return ret < 0;
 
 	for (int s = -ctx->warmup; s < ctx->samples; s++) {
-		double t0 = now_ns();
+		double t0 = sample_start(ctx);
 
 		for (long i = 0; i < ctx->loops; i++) {
 			pin_self(ctx->cpu2);

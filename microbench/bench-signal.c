@@ -32,7 +32,7 @@ int bench_signal(struct bench_ctx *ctx)
 	sigaction(SIGUSR1, &sa, NULL);
 
 	for (int s = -ctx->warmup; s < ctx->samples; s++) {
-		double t0 = now_ns();
+		double t0 = sample_start(ctx);
 
 		for (long i = 0; i < ctx->loops; i++)
 			raise(SIGUSR1);

@@ -62,7 +62,7 @@ int bench_switch(struct bench_ctx *ctx)
 	}
 
 	for (int s = -ctx->warmup; s < ctx->samples; s++) {
-		double t0 = now_ns();
+		double t0 = sample_start(ctx);
 
 		for (long i = 0; i < ctx->loops; i++)
 			sched_yield();

@@ -52,6 +52,17 @@ double now_ns(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
+/*
+ * Start a timed sample: note the thread's context switches, then the time.
+ * emit_sample() reports the switches the sample saw, so that the analysis
+ * can tell when a loop did not switch as often as it should have.
+ */
+double sample_start(struct bench_ctx *ctx)
+{
+	ctx->switches0 = nr_switches();
+	return now_ns();
+}
+
 int pin_self(int cpu)
 {
 	cpu_set_t set;
@@ -95,11 +106,16 @@ static void head(struct bench_ctx *ctx, const char *kind)
 void emit_sample(struct bench_ctx *ctx, int sample, double ns, long loops,
 		 const char *unit_of_loop)
 {
+	long sw = ctx->switches0 >= 0 ? nr_switches() - ctx->switches0 : -1;
+
 	head(ctx, "sample");
 	printf(",\"sample\":%d,\"loops\":%ld,\"loop\":\"%s\",\"ns\":%.0f,"
-	       "\"ns_per_loop\":%.3f,\"better\":\"lower\",\"walks_per_loop\":%d,"
-	       "\"clock\":\"CLOCK_MONOTONIC\"}\n",
+	       "\"ns_per_loop\":%.3f,\"better\":\"lower\",\"walks_per_loop\":%d,",
 	       sample, loops, unit_of_loop, ns, ns / loops, ctx->walks);
+	if (sw >= 0)
+		printf("\"switches_per_loop\":%.4f,", (double)sw / loops);
+	printf("\"clock\":\"CLOCK_MONOTONIC\"}\n");
+	ctx->switches0 = -1;
 	fflush(stdout);
 }
 
@@ -378,6 +394,7 @@ int main(int argc, char **argv)
 
 			ctx.bench = benches[b].name;
 			ctx.walks = benches[b].walks;
+			ctx.switches0 = -1;
 			ctx.nr_ops = ops[i];
 			if (ctx.type == OP_NR)
 				ctx.type = strcmp(ctx.bench, "migrate") ? OP_NULL : OP_CPU;

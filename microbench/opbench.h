@@ -43,6 +43,7 @@ struct thread_ops {
 struct bench_ctx {
 	const char *bench;
 	int walks;		/* walks per loop, from the table */
+	long switches0;		/* switches at sample_start(), or -1 */
 	enum reg_mode reg;
 	enum op_type type;
 	int nr_ops;
@@ -69,6 +70,7 @@ void emit_gate(struct bench_ctx *ctx, const char *what, long expected,
 void emit_unsupported(struct bench_ctx *ctx, int err, const char *why);
 void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 double now_ns(void);
+double sample_start(struct bench_ctx *ctx);
 int pin_self(int cpu);
 int thread_setup(struct bench_ctx *ctx, struct thread_ops *to);
 long nr_switches(void);
