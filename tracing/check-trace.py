@@ -1,0 +1,144 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""check-trace.py - check and summarise what tracing/trace.sh brought back.
+
+    check-trace.py validate DIR...   one DIR per script: SCRIPT.out and
+                                     prime-signals.json; the walks counted
+                                     must be signals + context switches
+    check-trace.py overhead DIR      plain-*.json against traced-*.json:
+                                     the tracer's cost, with its 95% CI
+    check-trace.py hist FILE         the histograms in a bpftrace output
+
+bpftrace output it reads (maps printed at exit):
+    @walks[primesig]: 1009
+    @ns[primesig]:
+    [2K, 4K)            1009 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+Exit status 1 when a check fails, with a line that says which.
+"""
+import glob
+import json
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "analysis"))
+
+SCALAR = re.compile(r"^@(\w+)\[([^\]]+)\]:\s+(-?\d+)\s*$")
+HIST_HEAD = re.compile(r"^@(\w+)\[([^\]]+)\]:\s*$")
+BUCKET = re.compile(r"^[\[(]([^,]+),\s*([^\])]+)[\])]\s+(\d+)\s*\|")
+
+
+def parse(path):
+    """Scalars {(map, key): value} and histograms {(map, key): [(lo, hi, n)]}."""
+    scalars, hists, cur = {}, {}, None
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            m = SCALAR.match(line)
+            if m:
+                scalars[(m.group(1), m.group(2))] = int(m.group(3))
+                cur = None
+                continue
+            m = HIST_HEAD.match(line)
+            if m:
+                cur = (m.group(1), m.group(2))
+                hists[cur] = []
+                continue
+            m = BUCKET.match(line)
+            if m and cur:
+                hists[cur].append((m.group(1), m.group(2), int(m.group(3))))
+    return scalars, hists
+
+
+def validate(dirs):
+    ok = True
+    for d in dirs:
+        outs = glob.glob(os.path.join(d, "*.bt.out"))
+        pj = os.path.join(d, "prime-signals.json")
+        if not outs or not os.path.exists(pj):
+            print("validate: %s: missing bpftrace output or prime-signals."
+                  "json; see %s/console.log" % (d, d))
+            ok = False
+            continue
+        with open(pj) as f:
+            w = json.loads(f.read().strip().splitlines()[-1])
+        script = os.path.basename(outs[0])[:-4]
+        scalars, hists = parse(outs[0])
+        walks = scalars.get(("walks", "primesig"))
+        expect = w["signals"] + w["switches"]
+        good = walks == expect and w["resets_checked"] == 1
+        line = ("validate: %s counted %s walks of primesig; expected %d "
+                "signals + %d context switches = %d: %s" % (
+                    script, walks, w["signals"], w["switches"], expect,
+                    "OK" if good else "MISMATCH"))
+        if ("nodes", "primesig") in scalars:
+            nodes = scalars[("nodes", "primesig")]
+            good_n = nodes == expect * w["nr_ops"]
+            line += "; nodes %d, expected %d x %d: %s" % (
+                nodes, expect, w["nr_ops"], "OK" if good_n else "MISMATCH")
+            good = good and good_n
+        for (name, key), buckets in hists.items():
+            total = sum(b[2] for b in buckets)
+            line += "; @%s[%s] histogram holds %d" % (name, key, total)
+            good = good and total == expect
+        print(line)
+        ok = ok and good
+    return ok
+
+
+def records(paths):
+    xs = []
+    for p in sorted(paths):
+        with open(p) as f:
+            for line in f:
+                # The traced run's stdout passes through bpftrace.
+                if not line.startswith("{"):
+                    continue
+                r = json.loads(line)
+                if r.get("kind") == "sample":
+                    xs.append(r["ns_per_loop"])
+    return xs
+
+
+def overhead(d):
+    import opbench_stats as st
+    plain = records(glob.glob(os.path.join(d, "plain-*.json")))
+    traced = records(glob.glob(os.path.join(d, "traced-*.json")))
+    if not plain or not traced:
+        print("overhead: %s: no samples (plain %d, traced %d); see "
+              "opbench.log and bpftrace.log there" % (d, len(plain),
+                                                      len(traced)))
+        return False
+    c = st.compare(plain, traced, key=("overhead", d))
+    print("overhead: median %.1f alone, %.1f traced (n=%d/%d): %+.1f "
+          "[%+.1f, %+.1f] per loop, %+.2f%% [%+.2f%%, %+.2f%%]; %s" % (
+              c["ref_median"], c["median"], c["n"][0], c["n"][1], c["diff"],
+              c["diff_ci"][0], c["diff_ci"][1], 100 * (c["ratio"] - 1),
+              100 * (c["ratio_ci"][0] - 1), 100 * (c["ratio_ci"][1] - 1),
+              {"difference": "Difference at 95% confidence",
+               "noise": "within the noise floor",
+               "none": "No difference proven at 95% confidence"}[
+                   c["verdict"]]))
+    with open(os.path.join(d, "overhead.json"), "w") as f:
+        json.dump(c, f, indent=1, sort_keys=True)
+    return True
+
+
+def main():
+    if len(sys.argv) < 3 or sys.argv[1] not in ("validate", "overhead",
+                                                "hist"):
+        sys.exit(__doc__)
+    if sys.argv[1] == "validate":
+        sys.exit(0 if validate(sys.argv[2:]) else 1)
+    if sys.argv[1] == "overhead":
+        sys.exit(0 if overhead(sys.argv[2]) else 1)
+    _, hists = parse(sys.argv[2])
+    for (name, key), b in sorted(hists.items()):
+        print("@%s[%s]: %d in %d buckets" % (name, key,
+                                             sum(x[2] for x in b), len(b)))
+    sys.exit(0 if hists else 1)
+
+
+if __name__ == "__main__":
+    main()

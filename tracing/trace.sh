@@ -1,0 +1,140 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# trace.sh - perf flame graphs and bpftrace runs of the exit path, in the guest.
+#
+# Usage:
+#   tracing/trace.sh flame FLAVOUR BENCH OPS [VS_FLAVOUR VS_OPS]
+#       perf record around opbench BENCH with OPS operations; folded stacks
+#       and flame.svg; with VS_*, a second boot and diff.svg (VS as the
+#       reference: red is what FLAVOUR/OPS spends more on)
+#   tracing/trace.sh bpf FLAVOUR SCRIPT BENCH OPS
+#       tracing/SCRIPT around opbench BENCH with OPS operations
+#   tracing/trace.sh validate FLAVOUR [SCRIPT...]
+#       each script around prime-signals (1009 signals, a prime): the
+#       walks it counts must equal signals + context switches
+#   tracing/trace.sh overhead FLAVOUR SCRIPT BENCH OPS
+#       opbench alone and under the script, alternated; the difference
+#       with its confidence interval
+# Env: ACCEL (default icount), LOOPS, SAMPLES (bpf, overhead), FREQ and
+#      SECONDS_TRACED (flame: perf's rate, default 997 Hz, and window,
+#      default 1 s of guest time),
+#      ROUNDS (overhead, default 3), RESULTS_ROOT (default results/).
+# Output: results/<UTC date>-trace-<mode>-<flavour>-.../ with commands.txt
+# (host and guest command lines, exactly as run), each boot's console log
+# and launcher record, the raw tool output and what was derived from it.
+# The last line on stdout is that directory.
+set -euo pipefail
+. "$(dirname "$0")/../scripts/common.sh"
+
+mode=${1:?usage: tracing/trace.sh flame|bpf|validate|overhead FLAVOUR ...}
+flavour=${2:?usage: tracing/trace.sh $mode FLAVOUR ...}
+shift 2
+accel=${ACCEL:-icount}
+loops=${LOOPS:-200}
+samples=${SAMPLES:-3}
+freq=${FREQ:-997}
+secs=${SECONDS_TRACED:-1}
+tdir=$TOPDIR/tracing
+
+case $mode in
+flame)
+	bench=${1:?BENCH}; ops=${2:?OPS}; vs_fl=${3:-}; vs_ops=${4:-}
+	label=$mode-$flavour-$bench-$ops
+	;;
+bpf)
+	script=${1:?SCRIPT}; bench=${2:?BENCH}; ops=${3:?OPS}
+	label=$mode-$flavour-${script%.bt}-$bench-$ops
+	;;
+validate)
+	scripts=("$@")
+	[ ${#scripts[@]} -gt 0 ] || scripts=(rseq_ops_lat.bt rseq_ops_rate.bt)
+	label=$mode-$flavour
+	;;
+overhead)
+	script=${1:?SCRIPT}; bench=${2:?BENCH}; ops=${3:?OPS}
+	label=$mode-$flavour-${script%.bt}-$bench-$ops
+	;;
+*) die "mode '$mode' is unknown; use flame, bpf, validate or overhead" ;;
+esac
+for s in ${script:-} ${scripts[@]+"${scripts[@]}"}; do
+	[ -f "$tdir/$s" ] || die "no tracing script '$s' in tracing/ (have: $(cd "$tdir" && echo *.bt))"
+done
+
+out=${RESULTS_ROOT:-$TOPDIR/results}/$(date -u +%Y%m%dT%H%M%SZ)-trace-$label
+[ ! -e "$out" ] || die "$out exists; wait a second and run again"
+mkdir -p "$out"
+img=$("$TOPDIR/vm-images/build-rootfs.sh")
+make -s -C "$TOPDIR/microbench" O="$out/bin" \
+	USERCFLAGS=-fno-omit-frame-pointer >/dev/null
+gcc -O2 -g -fno-omit-frame-pointer -Wall -Wextra -o "$out/bin/prime-signals" \
+	"$tdir/prime-signals.c"
+echo "# host: $0 $mode $flavour $*" > "$out/commands.txt"
+echo "# ACCEL=$accel LOOPS=$loops SAMPLES=$samples FREQ=$freq SECONDS_TRACED=$secs" >> "$out/commands.txt"
+
+# boot FLAVOUR DIR GUEST-ARGS...: one guest running guest-trace.sh in DIR.
+boot() {
+	local fl=$1 d=$2 k rc=0
+	shift 2
+	k=$("$TOPDIR/scripts/kernel-path.sh" "$fl")
+	[ -f "$k/bzImage" ] || die "flavour '$fl' is not built: make kernels FLAVOURS=$fl"
+	mkdir -p "$d"
+	cp "$out/bin/opbench" "$out/bin/prime-signals" "$tdir/guest-trace.sh" \
+		"$tdir"/*.bt "$d/"
+	cp "$k/provenance" "$d/kernel-provenance"
+	local vm=("$TOPDIR/vm-images/opbench-vm" --kernel "$k/bzImage"
+		--image "$img" --share "$d" --accel "$accel"
+		--timeout "${TRACE_TIMEOUT:-1800}" --console-log "$d/console.log"
+		--record "$d/vm.json" -- ./guest-trace.sh "$@")
+	echo "${vm[*]}" >> "$out/commands.txt"
+	log "[$fl] $* (under $accel; log $d/console.log)"
+	"${vm[@]}" > "$d/guest-stdout.txt" || rc=$?
+	[ -f "$d/guest-commands.txt" ] && sed "s|^|# guest ($fl): |" "$d/guest-commands.txt" >> "$out/commands.txt"
+	rm -f "$d/opbench" "$d/prime-signals" "$d/guest-trace.sh"
+	[ $rc = 0 ] || { log "[$fl] guest failed with status $rc: see $d/console.log and $d/*.log"; return $rc; }
+}
+
+fold() {
+	"$tdir/stackcollapse.py" --comm "$bench" "$1/perf.script" > "$1/perf.folded"
+	log "folded $(wc -l < "$1/perf.folded") stacks, $(awk '{ s += $NF } END { print s }' "$1/perf.folded") samples: $1/perf.folded"
+}
+
+case $mode in
+flame)
+	boot "$flavour" "$out/$flavour-$ops" perf "$bench" "$ops" "$secs" "$freq"
+	fold "$out/$flavour-$ops"
+	"$tdir/flamegraph.py" "$out/$flavour-$ops/perf.folded" \
+		--title "$bench, $ops operations, $flavour kernel" \
+		--subtitle "perf record -e cpu-clock -F $freq -g -a, $secs s of guest time, '$bench' only, QEMU $accel. Time with interrupts off lands on the next instruction with them on." \
+		> "$out/flame.svg"
+	if [ -n "$vs_fl" ]; then
+		boot "$vs_fl" "$out/$vs_fl-$vs_ops" perf "$bench" "$vs_ops" "$secs" "$freq"
+		fold "$out/$vs_fl-$vs_ops"
+		"$tdir/flamegraph.py" --diff "$out/$vs_fl-$vs_ops/perf.folded" \
+			"$out/$flavour-$ops/perf.folded" \
+			--title "$bench: $flavour at $ops operations against $vs_fl at $vs_ops" \
+			--subtitle "red: larger share on $flavour/$ops, blue: smaller; perf cpu-clock, QEMU $accel" \
+			> "$out/diff.svg"
+	fi
+	log "flame graph: $out/flame.svg${vs_fl:+, differential: $out/diff.svg}"
+	;;
+bpf)
+	boot "$flavour" "$out/$flavour" bpftrace "$script" "$bench" "$ops" "$loops" "$samples"
+	cat "$out/$flavour/$script.out"
+	;;
+validate)
+	for s in "${scripts[@]}"; do
+		boot "$flavour" "$out/${s%.bt}" validate "$s" 1009 7
+	done
+	dirs=()
+	for s in "${scripts[@]}"; do dirs+=("$out/${s%.bt}"); done
+	/usr/bin/python3 "$tdir/check-trace.py" validate "${dirs[@]}" | tee "$out/validate.txt"
+	[ "${PIPESTATUS[0]}" = 0 ] || die "validation failed: $out/validate.txt"
+	;;
+overhead)
+	boot "$flavour" "$out/$flavour" overhead "$script" "$bench" "$ops" "$loops" \
+		"$samples" "${ROUNDS:-3}"
+	/usr/bin/python3 "$tdir/check-trace.py" overhead "$out/$flavour" | tee "$out/overhead.txt"
+	[ "${PIPESTATUS[0]}" = 0 ] || die "no overhead figure: $out/overhead.txt"
+	;;
+esac
+echo "$out"
