@@ -24,7 +24,8 @@ PYTEST_V :=
 endif
 
 .PHONY: help deps source config kernels kernel image vm-check test test-host \
-	selftests selftests-op differential bench bench-walker report clean-cache
+	selftests selftests-op differential bench bench-walker report \
+	flamegraph trace trace-validate trace-overhead clean-cache
 
 help:
 	@echo 'rseq-opbench targets:'
@@ -44,6 +45,11 @@ help:
 	@echo '  selftests    all rseq selftests on ops in the guest (long: run_param_test.sh)'
 	@echo '  selftests-op rseq_op_test ROUNDS=$(ROUNDS) times in a row on ops'
 	@echo '  differential rseq_op_test on ops and on the RFC as posted (RFC_SERIES)'
+	@echo '  flamegraph   perf flame graph of BENCH at OPS on FLAVOUR, and a diff against VS'
+	@echo '               (defaults: ops signal 2048, VS="baseline 0")'
+	@echo '  trace        a bpftrace SCRIPT (tracing/*.bt) around BENCH at OPS on FLAVOUR'
+	@echo '  trace-validate  each bpftrace script against a known count of walks'
+	@echo '  trace-overhead  BENCH alone and under SCRIPT: what tracing costs'
 	@echo '  clean-cache  remove $$(CACHE_DIR) (source, builds, ccache, images)'
 	@echo 'Variables: KVER=$(KVER) PROFILE=$(PROFILE) (default|debug)'
 	@echo '  CACHE_DIR=$(CACHE_DIR) FLAVOURS="$(FLAVOURS)" V=1 for verbose'
@@ -97,6 +103,23 @@ bench-walker:
 
 report:
 	$(Q)$(PYTHON) analysis/analyze.py $(RESULTS) $(if $(FORCE),--force)
+
+TRACE_FLAVOUR ?= ops
+OPS       ?= 2048
+VS        ?= baseline 0
+SCRIPT    ?= rseq_ops_lat.bt
+
+flamegraph: deps kernels image
+	$(Q)tracing/trace.sh flame $(or $(FLAVOUR),$(TRACE_FLAVOUR)) $(or $(BENCH),signal) $(OPS) $(VS)
+
+trace: deps kernels image
+	$(Q)tracing/trace.sh bpf $(or $(FLAVOUR),$(TRACE_FLAVOUR)) $(SCRIPT) $(or $(BENCH),switch) $(OPS)
+
+trace-validate: deps kernels image
+	$(Q)tracing/trace.sh validate $(or $(FLAVOUR),$(TRACE_FLAVOUR))
+
+trace-overhead: deps kernels image
+	$(Q)tracing/trace.sh overhead $(or $(FLAVOUR),$(TRACE_FLAVOUR)) $(SCRIPT) $(or $(BENCH),switch) $(OPS)
 
 clean-cache:
 	rm -rf "$(CACHE_DIR)"

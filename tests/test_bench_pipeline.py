@@ -39,7 +39,15 @@ def test_progress_and_paths_printed(quick_run):
         assert "[%d/6]" % i in err
     assert "elapsed" in err and "left:" in err
     assert "report: %s/analysis/report.txt" % d in err
-    assert "tracing (issue 6) is not built yet" in err
+    tr = glob.glob(os.path.join(d, "tracing", "*-trace-flame-ops-signal-2048"))
+    assert len(tr) == 1, err[-2000:]
+    for f in ("flame.svg", "diff.svg", "commands.txt"):
+        assert os.path.getsize(os.path.join(tr[0], f)) > 0, f
+    lat = glob.glob(os.path.join(d, "tracing", "*-trace-bpf-ops-rseq_ops_lat-"
+                                 "switch-2048", "ops", "rseq_ops_lat.bt.out"))
+    assert len(lat) == 1
+    with open(lat[0]) as f:
+        assert "@ns[switch]:" in f.read()
 
 
 def test_report_of_quick_run(quick_run):
