@@ -39,7 +39,7 @@ def save(fig, outdir, name):
 
 
 def label(g):
-    return g["bench"] if g["op_type"] in ("null", "cpu") else \
+    return g["bench"] if g["op_type"] == "null" else \
         "%s (%s)" % (g["bench"], g["op_type"])
 
 
@@ -170,7 +170,8 @@ def sweep(a, run, outdir, g):
                     ms=4, capsize=2, label=fl)
         m = g["cost"].get(fl)
         if m:
-            xs = np.array([m["ns"][0], m["ns"][-1]], dtype=float)
+            # a + b x N is a curve on log axes: draw it through many points.
+            xs = np.geomspace(m["ns"][0], m["ns"][-1], 200)
             ax.plot(xs, m["a"] + m["b"] * xs, "-", color=c0, lw=1,
                     label="%s fit: b = %.1f" % (fl, m["b"]))
     ax.set_xscale("log", base=2)
@@ -182,7 +183,7 @@ def sweep(a, run, outdir, g):
     ax.legend(fontsize=9)
     fig.tight_layout()
     name = "sweep-%s" % g["bench"]
-    if g["op_type"] not in ("null", "cpu"):
+    if g["op_type"] != "null":
         name += "-" + g["op_type"]
     return save(fig, outdir, name)
 
