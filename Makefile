@@ -9,6 +9,7 @@ KVER      ?= 7.2
 PROFILE   ?= default
 FLAVOURS  ?= baseline ops
 ROUNDS    ?= 50
+DURATION  ?= 600
 RFC_SERIES ?= ../shared/seeds
 PYTHON    := /usr/bin/python3
 V         ?= 0
@@ -25,7 +26,7 @@ endif
 
 .PHONY: help deps source config kernels kernel image vm-check test test-host \
 	selftests selftests-op differential bench bench-walker report \
-	flamegraph trace trace-validate trace-overhead clean-cache
+	flamegraph trace trace-validate trace-overhead stress clean-cache
 
 help:
 	@echo 'rseq-opbench targets:'
@@ -33,7 +34,7 @@ help:
 	@echo '               (BENCH_PROFILE=default|quick|walker)'
 	@echo '  bench-walker our walker against the RFC as posted (RFC_SERIES), baseline beside'
 	@echo '  report       analyse a run again: RESULTS=results/<run> [FORCE=1]'
-	@echo '  test         all tests: host unit tests, kernels, image, guest boots'
+	@echo '  test         all tests: host unit tests, kernels (debug ops too), image, guest boots'
 	@echo '  test-host    host-only tests (no kernel build, no boot)'
 	@echo '  deps         install missing Debian packages (root)'
 	@echo '  source       fetch and unpack linux-source-$$(KVER) into the cache'
@@ -42,6 +43,8 @@ help:
 	@echo '  kernel       build one: FLAVOUR=<name> [SERIES=<patch dir or mbox>]'
 	@echo '  image        build the guest root filesystem (debootstrap, cached)'
 	@echo '  vm-check     boot each built flavour and print uname -r'
+	@echo '  stress       adversarial use of RSEQ operations on the debug kernel,'
+	@echo '               DURATION=$(DURATION) seconds (KASAN, lockdep, lockup detectors)'
 	@echo '  selftests    all rseq selftests on ops in the guest (long: run_param_test.sh)'
 	@echo '  selftests-op rseq_op_test ROUNDS=$(ROUNDS) times in a row on ops'
 	@echo '  differential rseq_op_test on ops and on the RFC as posted (RFC_SERIES)'
@@ -82,7 +85,12 @@ test-host: deps
 	$(Q)$(PYTHON) -m pytest -q $(PYTEST_V) -m 'not rig' tests/
 
 test: deps kernels image
+	$(Q)PROFILE=debug scripts/kernels.sh ops
 	$(Q)$(PYTHON) -m pytest -q $(PYTEST_V) tests/
+
+stress: deps image
+	$(Q)PROFILE=debug scripts/kernels.sh ops
+	$(Q)scripts/stress.sh $(DURATION)
 
 selftests: deps kernels image
 	$(Q)scripts/guest-selftests.sh ops full

@@ -1,0 +1,930 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rseq_op_stress.c - adversarial and concurrent use of RSEQ operations.
+ *
+ * For DURATION seconds, forks victim processes, each running one scenario
+ * picked at random from the table below with its own seed. A scenario
+ * either keeps the contract (the victim must live and exit 0) or breaks it
+ * on purpose (it must die of SIGSEGV, and only after the breaking write).
+ * Each victim writes its stage to a shared page: STAGE_BROKEN is set just
+ * before the write that breaks the contract, so a SIGSEGV before it, a
+ * survival after it, a wrong exit status or a hang is a wrong outcome.
+ *
+ * Usage: rseq_op_stress [-d SECONDS] [-j PARALLEL] [-s SEED] [-v]
+ *        rseq_op_stress --list
+ * Output: progress on stderr; one JSON summary line on stdout, e.g.
+ *   {"seconds":60,"victims":812,"prctl_calls":91234,"walks_triggered":...,
+ *    "violations_injected":301,"segv_expected":301,"segv_seen":301,
+ *    "wrong":0,"scenarios":{"self-cycle":{"runs":20,"wrong":0},...}}
+ * Exit status: 0 when every outcome was right; 1 otherwise; 4 (kselftest
+ * SKIP) when the kernel has no RSEQ operations.
+ *
+ * The kernel side (no oops, warning, KASAN report, lockdep splat, hang) is
+ * checked by the caller on the guest console: scripts/stress.sh.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../microbench/rseq-op-abi.h"
+
+#define RSEQ_SIG	0x53053053
+#define MAX_OPS		OB_RSEQ_OP_LIST_LIMIT
+#define SLOTS		64
+#define MARK		0x6d61726bULL
+#define KERNEL_ADDR	0xffff888000000000ULL
+#define VICTIM_ALARM	60
+
+enum stage { STAGE_START, STAGE_KEPT, STAGE_BROKEN };
+enum expect { LIVE, SEGV };
+
+/* Shared with the conductor: one per victim slot. */
+struct report {
+	volatile int stage;
+	volatile long prctl_calls;
+	volatile long walks;
+	char why[96];
+};
+
+struct node {
+	struct ob_rseq_op_reset_with_stride op;
+	uint64_t pad;		/* 64 bytes: whole nodes per page */
+};
+
+/* A victim's world: nodes and words in pages of their own. */
+struct world {
+	struct report *rep;
+	struct ob_rseq *area;
+	struct node *nodes;	/* MAX_OPS nodes */
+	uint64_t *words;	/* MAX_OPS words */
+	uint64_t *slots;	/* SLOTS words, strided destinations */
+	uint64_t *srcs;		/* source values */
+	bool reg[MAX_OPS];
+	int nr;
+	unsigned int seed;
+};
+
+static __thread struct ob_rseq area __attribute__((aligned(64)));
+static size_t page;
+static bool verbose;
+
+static unsigned int feature_size(void)
+{
+	unsigned long sz = getauxval(OB_AT_RSEQ_FEATURE_SIZE);
+
+	if (sz < 32)
+		sz = 32;
+	return sz > sizeof(struct ob_rseq) ? sizeof(struct ob_rseq) : sz;
+}
+
+static int rseq_on(void)
+{
+	return syscall(__NR_rseq, &area, feature_size(), 0, RSEQ_SIG) ? -errno : 0;
+}
+
+static int rseq_off(void)
+{
+	return syscall(__NR_rseq, &area, feature_size(), OB_RSEQ_FLAG_UNREGISTER,
+		       RSEQ_SIG) ? -errno : 0;
+}
+
+static unsigned int rnd(struct world *w, unsigned int n)
+{
+	return n ? (unsigned int)rand_r(&w->seed) % n : 0;
+}
+
+/* A victim that got it wrong says why and leaves with a telling status. */
+static void __attribute__((noreturn)) wrong(struct world *w, int status,
+					    const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(w->rep->why, sizeof(w->rep->why), fmt, ap);
+	va_end(ap);
+	_exit(status);
+}
+
+static long op(struct world *w, int cmd, void *node, long a4, long a5)
+{
+	w->rep->prctl_calls++;
+	return prctl(OB_PR_RSEQ_OP, cmd, (unsigned long)node, a4, a5) ? -errno : 0;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+/* Make the kernel walk the list: a signal's delivery always does. */
+static void walk(struct world *w)
+{
+	w->rep->walks++;
+	raise(SIGUSR1);
+}
+
+/* Also leave the CPU now and then: the exit path after a switch walks. */
+static void walk_or_sleep(struct world *w)
+{
+	if (rnd(w, 4))
+		walk(w);
+	else
+		poll(NULL, 0, 1);
+}
+
+static void fill(struct world *w, int i, int type)
+{
+	struct ob_rseq_op_reset_with_stride *n = &w->nodes[i].op;
+
+	memset(&w->nodes[i], 0, sizeof(w->nodes[i]));
+	n->node.type = type;
+	n->src = rnd(w, 2) ? (uintptr_t)&w->srcs[i % 8] : 0;
+	n->len = rnd(w, 2) ? 8 : 4;
+	if (type == OB_RSEQ_OP_RESET) {
+		struct ob_rseq_op_reset *r = (void *)n;
+
+		r->dst = (uintptr_t)&w->words[i];
+		r->len = n->len;
+		n->len = 0;	/* the reset layout has len at 40 */
+	} else {
+		n->dst = (uintptr_t)w->slots;
+		n->dst_stride = 8;
+	}
+}
+
+static int reg_one(struct world *w, int i)
+{
+	int type = rnd(w, 5) < 3 ? OB_RSEQ_OP_RESET : 1 + rnd(w, 2);
+	long r;
+
+	fill(w, i, type);
+	r = op(w, OB_PR_RSEQ_OP_REGISTER, &w->nodes[i], 0, 0);
+	if (r)
+		return r;
+	w->reg[i] = true;
+	w->nr++;
+	return 0;
+}
+
+static void unreg_one(struct world *w, int i)
+{
+	long r = op(w, OB_PR_RSEQ_OP_UNREGISTER, &w->nodes[i], 0, 0);
+
+	if (r)
+		wrong(w, 90, "unregister of registered node %d: %ld", i, r);
+	w->reg[i] = false;
+	w->nr--;
+}
+
+/* Register n valid nodes 0..n-1. */
+static void reg_n(struct world *w, int n)
+{
+	for (int i = 0; i < n; i++) {
+		long r = reg_one(w, i);
+
+		if (r)
+			wrong(w, 90, "register of valid node %d of %d: %ld", i, n, r);
+	}
+}
+
+/* Arm the RESET words, walk, and check each registered one was reset. */
+static void check_resets(struct world *w)
+{
+	for (int i = 0; i < MAX_OPS; i++)
+		w->words[i] = MARK;
+	walk(w);
+	for (int i = 0; i < MAX_OPS; i++) {
+		struct ob_rseq_op_reset *r = (void *)&w->nodes[i].op;
+		uint64_t want;
+
+		if (!w->reg[i] || r->node.type != OB_RSEQ_OP_RESET)
+			continue;
+		want = r->src ? w->srcs[i % 8] : 0;
+		if (r->len == 4 ? (uint32_t)w->words[i] != (uint32_t)want :
+		    w->words[i] != want)
+			wrong(w, 98, "node %d (len %u) not reset by the walk", i, r->len);
+	}
+}
+
+static void keep(struct world *w)
+{
+	w->rep->stage = STAGE_KEPT;
+}
+
+static void broken(struct world *w)
+{
+	w->rep->stage = STAGE_BROKEN;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* After breaking the contract: walks until the kernel kills us. */
+static void __attribute__((noreturn)) expect_death(struct world *w)
+{
+	for (int i = 0; i < 50; i++)
+		walk_or_sleep(w);
+	wrong(w, 99, "survived 50 walks after breaking the contract");
+}
+
+/* ------------------------------------------------------------------ */
+/* Scenarios that keep the contract: the victim must live.            */
+
+static void sc_churn(struct world *w)
+{
+	int rounds = 20 + rnd(w, 60);
+
+	keep(w);
+	for (int r = 0; r < rounds; r++) {
+		int i = rnd(w, 1 + rnd(w, 2) * (MAX_OPS - 1));
+
+		if (w->reg[i])
+			unreg_one(w, i);
+		else if (reg_one(w, i))
+			wrong(w, 90, "valid registration of node %d refused", i);
+		if (!rnd(w, 4))
+			check_resets(w);
+		else
+			walk_or_sleep(w);
+	}
+	check_resets(w);
+}
+
+static void sc_limit(struct world *w)
+{
+	static struct ob_rseq_op_reset extra __attribute__((aligned(8)));
+	long r;
+
+	keep(w);
+	reg_n(w, MAX_OPS);
+	extra.dst = (uintptr_t)&w->words[0];
+	extra.len = 8;
+	r = op(w, OB_PR_RSEQ_OP_REGISTER, &extra, 0, 0);
+	if (r != -ENOSPC)
+		wrong(w, 91, "registration 2049 gave %ld, not -ENOSPC", r);
+	check_resets(w);
+	for (int i = 0; i < MAX_OPS; i++)
+		unreg_one(w, i);
+	r = op(w, OB_PR_RSEQ_OP_UNREGISTER, &w->nodes[0], 0, 0);
+	if (r != -ENOENT)
+		wrong(w, 91, "unregistering with none registered gave %ld, not -ENOENT", r);
+	walk(w);
+}
+
+static void sc_bad_register(struct world *w)
+{
+	static struct ob_rseq_op_reset n __attribute__((aligned(8)));
+	char *unmapped;
+	long r;
+
+	keep(w);
+	reg_n(w, 1 + rnd(w, 8));
+	unmapped = mmap(NULL, page, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	munmap(unmapped, page);
+	struct { const char *what; int field; } cases[] = {
+		{ "reserved byte set", 0 }, { "unknown type", 1 },
+		{ "next set", 2 }, { "prev set", 3 }, { "misaligned node", 4 },
+		{ "unmapped node", 5 }, { "kernel node", 6 }, { "bad command", 7 },
+		{ "arg4 set", 8 }, { "arg5 set", 9 },
+	};
+	for (unsigned int c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		void *p = &n;
+		int cmd = OB_PR_RSEQ_OP_REGISTER;
+		long a4 = 0, a5 = 0;
+
+		memset(&n, 0, sizeof(n));
+		n.dst = (uintptr_t)&w->words[0];
+		n.len = 8;
+		switch (cases[c].field) {
+		case 0: n.node.reserved[rnd(w, 7)] = 1; break;
+		case 1: n.node.type = 3 + rnd(w, 250); break;
+		case 2: n.node.next = (uintptr_t)&n; break;
+		case 3: n.node.prev = (uintptr_t)&n; break;
+		case 4: p = (char *)&n + 1 + rnd(w, 7); break;
+		case 5: p = unmapped; break;
+		case 6: p = (void *)KERNEL_ADDR; break;
+		case 7: cmd = 3 + rnd(w, 100); break;
+		case 8: a4 = 1; break;
+		case 9: a5 = 1; break;
+		}
+		r = op(w, cmd, p, a4, a5);
+		if (!r)
+			wrong(w, 92, "%s: registration accepted", cases[c].what);
+		walk(w);
+	}
+	/* Unregistering what is not on our list is refused. */
+	memset(&n, 0, sizeof(n));
+	if (!op(w, OB_PR_RSEQ_OP_UNREGISTER, &n, 0, 0))
+		wrong(w, 92, "unregistering an unregistered node accepted");
+	check_resets(w);
+}
+
+/* A compiler barrier: a walk can come between any two of our stores. */
+#define barrier()	__atomic_signal_fence(__ATOMIC_SEQ_CST)
+
+/*
+ * Valid rewrites of a registered node's fields: type, src, dst, len and
+ * stride, in an order that keeps every intermediate state valid, since
+ * a preemption, and so a walk, can fall between any two stores. All
+ * words are 8-byte aligned; a reset's len shares its offset with a
+ * strided node's dst_stride, kept at 8.
+ */
+static void sc_mutate_valid(struct world *w)
+{
+	int n = 1 + rnd(w, 64), rounds = 30 + rnd(w, 100);
+
+	keep(w);
+	reg_n(w, n);
+	for (int i = 0; i < n; i++) {	/* start from strided, stride 8 */
+		struct ob_rseq_op_reset_with_stride *s = &w->nodes[i].op;
+
+		s->len = 8;
+		barrier();
+		s->dst_stride = 8;
+		barrier();
+		s->dst = (uintptr_t)w->slots;
+		barrier();
+		s->node.type = OB_RSEQ_OP_RESET_WITH_STRIDE_CPUID;
+		barrier();
+	}
+	for (int r = 0; r < rounds; r++) {
+		struct ob_rseq_op_reset_with_stride *s = &w->nodes[rnd(w, n)].op;
+		struct ob_rseq_op_reset *t = (void *)s;
+
+		switch (rnd(w, 4)) {
+		case 0:		/* strided -> reset, or reset -> reset */
+			t->len = 8;
+			barrier();
+			s->node.type = OB_RSEQ_OP_RESET;
+			barrier();
+			t->dst = (uintptr_t)&w->words[rnd(w, MAX_OPS - SLOTS)];
+			barrier();
+			t->len = rnd(w, 2) ? 8 : 4;
+			break;
+		case 1:		/* -> strided, by CPU or by mm_cid */
+			s->len = rnd(w, 2) ? 8 : 4;
+			barrier();
+			s->dst_stride = 8;
+			barrier();
+			s->dst = (uintptr_t)w->slots;
+			barrier();
+			s->node.type = 1 + rnd(w, 2);
+			break;
+		case 2:
+			s->src = rnd(w, 2) ? (uintptr_t)&w->srcs[rnd(w, 8)] : 0;
+			break;
+		case 3:
+			break;
+		}
+		barrier();
+		walk_or_sleep(w);
+	}
+}
+
+/* A read-only node is fine: the kernel only reads nodes. */
+static void sc_ro_node(struct world *w)
+{
+	keep(w);
+	reg_n(w, 1 + rnd(w, 128));
+	mprotect(w->nodes, MAX_OPS * sizeof(struct node), PROT_READ);
+	for (int i = 0; i < 10; i++)
+		walk_or_sleep(w);
+	mprotect(w->nodes, MAX_OPS * sizeof(struct node), PROT_READ | PROT_WRITE);
+	check_resets(w);
+}
+
+struct thr {
+	struct world *w;
+	int id;
+	pid_t target;		/* signaller: the thread it signals */
+	volatile bool stop;
+	int err;
+};
+
+static void *thread_ops(void *arg)
+{
+	struct thr *t = arg;
+	static struct ob_rseq_op_reset tn[16][8] __attribute__((aligned(8)));
+	static uint64_t tw[16][8];
+	int n = 1 + t->id % 8;
+
+	if (rseq_on()) {
+		t->err = 1;
+		return NULL;
+	}
+	for (int i = 0; i < n; i++) {
+		memset(&tn[t->id][i], 0, sizeof(tn[t->id][i]));
+		tn[t->id][i].dst = (uintptr_t)&tw[t->id][i];
+		tn[t->id][i].len = 8;
+		if (prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_REGISTER,
+			  (unsigned long)&tn[t->id][i], 0, 0))
+			t->err = 2;
+	}
+	while (!t->stop) {
+		for (int i = 0; i < n; i++)
+			tw[t->id][i] = MARK;
+		raise(SIGUSR1);	/* a process-wide raise goes to this thread */
+		for (int i = 0; i < n; i++)
+			if (tw[t->id][i])
+				t->err = 3;
+		if (t->id & 1)
+			sched_yield();
+	}
+	return NULL;
+}
+
+static void *signaller(void *arg)
+{
+	struct thr *t = arg;
+	pid_t pid = getpid();
+
+	while (!t->stop) {
+		syscall(SYS_tgkill, pid, t->target, SIGUSR1);
+		sched_yield();
+	}
+	return NULL;
+}
+
+/* Many threads with operations, and a signal storm on the main thread. */
+static void sc_threads(struct world *w)
+{
+	int nt = 2 + rnd(w, 14);
+	struct thr t[16], sig = { .w = w };
+	pthread_t th[16], sth;
+
+	keep(w);
+	reg_n(w, 1 + rnd(w, 256));
+	sig.target = gettid();
+	pthread_create(&sth, NULL, signaller, &sig);
+	for (int i = 0; i < nt; i++) {
+		t[i] = (struct thr){ .w = w, .id = i };
+		pthread_create(&th[i], NULL, thread_ops, &t[i]);
+	}
+	for (int r = 0; r < 20; r++)
+		check_resets(w);
+	for (int i = 0; i < nt; i++) {
+		t[i].stop = true;
+		pthread_join(th[i], NULL);
+		if (t[i].err)
+			wrong(w, 93, "thread %d: error %d", i, t[i].err);
+	}
+	sig.stop = true;
+	pthread_join(sth, NULL);
+}
+
+/* fork() keeps the operations; the child's walks use its own copy. */
+static void sc_fork(struct world *w)
+{
+	int status;
+	pid_t pid;
+
+	keep(w);
+	reg_n(w, 1 + rnd(w, 512));
+	pid = fork();
+	if (!pid) {
+		for (int i = 0; i < 5; i++)
+			check_resets(w);
+		_exit(0);
+	}
+	for (int i = 0; i < 5; i++)
+		check_resets(w);
+	waitpid(pid, &status, 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		wrong(w, 94, "forked child ended with status %#x", status);
+}
+
+/* execve() drops the operations with the registration. */
+static void sc_exec(struct world *w)
+{
+	keep(w);
+	reg_n(w, 1 + rnd(w, 64));
+	execl("/proc/self/exe", "rseq_op_stress", "--exec-check", (char *)NULL);
+	wrong(w, 95, "execl: %s", strerror(errno));
+}
+
+static int exec_check(void)
+{
+	static struct ob_rseq_op_reset n __attribute__((aligned(8)));
+
+	if (rseq_on())
+		return 95;
+	if (area.flags & OB_RSEQ_OP_ENABLED)
+		return 96;
+	if (prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_UNREGISTER, (unsigned long)&n, 0, 0) == 0 ||
+	    errno != ENOENT)
+		return 97;
+	return 0;
+}
+
+/* rseq unregistration drops the operations; links must be cleared. */
+static void sc_rseq_rereg(struct world *w)
+{
+	int n = 1 + rnd(w, 32);
+	long r;
+
+	keep(w);
+	reg_n(w, n);
+	if (rseq_off())
+		wrong(w, 96, "rseq unregistration failed");
+	walk(w);
+	r = op(w, OB_PR_RSEQ_OP_REGISTER, &w->nodes[n], 0, 0);
+	if (r != -ENXIO)
+		wrong(w, 96, "registration without rseq gave %ld, not -ENXIO", r);
+	if (rseq_on())
+		wrong(w, 96, "rseq re-registration failed");
+	if (!op(w, OB_PR_RSEQ_OP_REGISTER, &w->nodes[0], 0, 0))
+		wrong(w, 96, "node with stale links accepted");
+	for (int i = 0; i < n; i++) {
+		w->nodes[i].op.node.next = 0;
+		w->nodes[i].op.node.prev = 0;
+		if (op(w, OB_PR_RSEQ_OP_REGISTER, &w->nodes[i], 0, 0))
+			wrong(w, 96, "cleared node %d refused", i);
+	}
+	check_resets(w);
+}
+
+/* ------------------------------------------------------------------ */
+/* Scenarios that break the contract: the victim must die of SIGSEGV. */
+
+static struct ob_rseq_op_reset *rnode(struct world *w, int i)
+{
+	return (struct ob_rseq_op_reset *)&w->nodes[i].op;
+}
+
+/* Register min..max RESET nodes, all valid, and walk them once. */
+static int setup_resets(struct world *w, int min, int max)
+{
+	int n = min + rnd(w, max - min + 1);
+
+	for (int i = 0; i < n; i++) {
+		memset(&w->nodes[i], 0, sizeof(w->nodes[i]));
+		rnode(w, i)->dst = (uintptr_t)&w->words[i];
+		rnode(w, i)->len = 8;
+		if (op(w, OB_PR_RSEQ_OP_REGISTER, &w->nodes[i], 0, 0))
+			wrong(w, 90, "valid RESET node %d refused", i);
+		w->reg[i] = true;
+	}
+	w->nr = n;
+	keep(w);
+	check_resets(w);
+	return n;
+}
+
+static void sc_self_cycle(struct world *w)
+{
+	int n = setup_resets(w, 1, 64), i = rnd(w, n);
+
+	broken(w);
+	rnode(w, i)->node.next = (uintptr_t)rnode(w, i);
+	expect_death(w);
+}
+
+/*
+ * Point one node's next at any node but its successor: the walk then
+ * loops, or skips nodes and meets the sentinel early. Either way it
+ * cannot visit exactly nr_ops nodes and close on the sentinel.
+ */
+static void sc_cycle(struct world *w)
+{
+	int n = setup_resets(w, 2, 64), j = rnd(w, n), i = rnd(w, n);
+
+	if ((uintptr_t)rnode(w, i) == rnode(w, j)->node.next)
+		i = (i + 1) % n;
+	if ((uintptr_t)rnode(w, i) == rnode(w, j)->node.next)
+		i = j;
+	broken(w);
+	rnode(w, j)->node.next = (uintptr_t)rnode(w, i);
+	expect_death(w);
+}
+
+static void sc_bad_link(struct world *w)
+{
+	int n = setup_resets(w, 1, 64), i = rnd(w, n);
+	uint64_t bad[] = {
+		0, 1, KERNEL_ADDR, ~0ULL, KERNEL_ADDR - 4096,
+		(uintptr_t)w->area + 8,	/* inside struct rseq, not the sentinel */
+	};
+	void *gone = mmap(NULL, page, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	munmap(gone, page);
+	broken(w);
+	rnode(w, i)->node.next = rnd(w, 7) ? bad[rnd(w, 6)] : (uintptr_t)gone;
+	expect_death(w);
+}
+
+/* The list closes on the sentinel before nr_ops nodes were walked. */
+static void sc_early_close(struct world *w)
+{
+	int n = setup_resets(w, 2, 64), j = rnd(w, n);
+	uint64_t sentinel = (uintptr_t)&w->area->op_list;
+
+	while (rnode(w, j)->node.next == sentinel)
+		j = (j + 1) % n;
+	broken(w);
+	rnode(w, j)->node.next = sentinel;
+	expect_death(w);
+}
+
+static void sc_bad_field(struct world *w)
+{
+	int n = setup_resets(w, 1, 256), i = rnd(w, n);
+	struct ob_rseq_op_reset *r = rnode(w, i);
+	void *gone = mmap(NULL, page, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	munmap(gone, page);
+	broken(w);
+	switch (rnd(w, 8)) {
+	case 0: r->len = (uint32_t[]){ 0, 1, 2, 3, 5, 16, 4096, ~0U }[rnd(w, 8)]; break;
+	case 1: r->node.type = 3 + rnd(w, 253); break;
+	case 2: r->dst += 1 + rnd(w, 3); break;
+	case 3: r->dst = KERNEL_ADDR + 8 * rnd(w, 512); break;
+	case 4: r->dst = (uintptr_t)gone; break;
+	case 5: r->src = (uintptr_t)gone; break;
+	case 6: r->src = (uintptr_t)&w->srcs[0] + 2; break;
+	case 7: r->src = KERNEL_ADDR; break;
+	}
+	expect_death(w);
+}
+
+/* The destination page goes read-only or away under a registered node. */
+static void sc_dst_page(struct world *w)
+{
+	setup_resets(w, 1, 512);
+	broken(w);
+	if (rnd(w, 2))
+		mprotect(w->words, MAX_OPS * sizeof(uint64_t), PROT_READ);
+	else
+		munmap(w->words, MAX_OPS * sizeof(uint64_t));
+	expect_death(w);
+}
+
+static void sc_node_unmapped(struct world *w)
+{
+	setup_resets(w, 1, 512);
+	broken(w);
+	munmap(w->nodes, MAX_OPS * sizeof(struct node));
+	expect_death(w);
+}
+
+struct rewriter {
+	struct world *w;
+	int n;
+	volatile bool go;
+};
+
+/* Another thread rewrites the list validly, then breaks it. */
+static void *rewrite(void *arg)
+{
+	struct rewriter *rw = arg;
+	struct world *w = rw->w;
+	int rounds = 100 + rnd(w, 5000);
+
+	while (!rw->go)
+		;
+	for (int r = 0; r < rounds; r++) {
+		struct ob_rseq_op_reset *t = rnode(w, rnd(w, rw->n));
+
+		t->len = rnd(w, 2) ? 8 : 4;
+		t->src = rnd(w, 2) ? (uintptr_t)&w->srcs[rnd(w, 8)] : 0;
+		t->dst = (uintptr_t)&w->words[rnd(w, MAX_OPS)];
+	}
+	broken(w);
+	rnode(w, rnd(w, rw->n))->node.type = 3 + rnd(w, 253);
+	return NULL;
+}
+
+static void sc_concurrent_break(struct world *w)
+{
+	struct rewriter rw = { .w = w };
+	pthread_t th;
+
+	rw.n = setup_resets(w, 1, 128);
+	pthread_create(&th, NULL, rewrite, &rw);
+	rw.go = true;
+	for (;;) {
+		walk(w);
+		if (w->rep->stage == STAGE_BROKEN)
+			expect_death(w);
+	}
+}
+
+struct scenario {
+	const char *name;
+	enum expect expect;
+	void (*fn)(struct world *w);
+};
+
+static const struct scenario scenarios[] = {
+	{ "churn", LIVE, sc_churn },
+	{ "limit", LIVE, sc_limit },
+	{ "bad-register", LIVE, sc_bad_register },
+	{ "mutate-valid", LIVE, sc_mutate_valid },
+	{ "ro-node", LIVE, sc_ro_node },
+	{ "threads", LIVE, sc_threads },
+	{ "fork", LIVE, sc_fork },
+	{ "exec", LIVE, sc_exec },
+	{ "rseq-rereg", LIVE, sc_rseq_rereg },
+	{ "self-cycle", SEGV, sc_self_cycle },
+	{ "cycle", SEGV, sc_cycle },
+	{ "bad-link", SEGV, sc_bad_link },
+	{ "early-close", SEGV, sc_early_close },
+	{ "bad-field", SEGV, sc_bad_field },
+	{ "dst-page", SEGV, sc_dst_page },
+	{ "node-unmapped", SEGV, sc_node_unmapped },
+	{ "concurrent-break", SEGV, sc_concurrent_break },
+};
+
+#define NR_SCENARIOS	(int)(sizeof(scenarios) / sizeof(scenarios[0]))
+
+static void *map(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		_exit(80);
+	}
+	return p;
+}
+
+static void __attribute__((noreturn)) victim(const struct scenario *sc,
+					     struct report *rep, unsigned int seed)
+{
+	struct world w = { .rep = rep, .area = &area, .seed = seed };
+	struct sigaction sa = { .sa_handler = on_usr1 };
+
+	alarm(VICTIM_ALARM);
+	sigaction(SIGUSR1, &sa, NULL);
+	if (rseq_on())
+		wrong(&w, 81, "rseq registration failed");
+	w.nodes = map(MAX_OPS * sizeof(struct node));
+	w.words = map(MAX_OPS * sizeof(uint64_t));
+	w.slots = map(page);
+	w.srcs = map(page);
+	for (int i = 0; i < 8; i++)
+		w.srcs[i] = 0x1111111111111111ULL * (i + 1);
+	sc->fn(&w);
+	_exit(0);
+}
+
+struct tally {
+	long runs, wrong;
+};
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "list", no_argument, NULL, 'L' },
+		{ "exec-check", no_argument, NULL, 'X' },
+		{ NULL, 0, NULL, 0 },
+	};
+	long secs = 60, victims = 0, prctls = 0, walks = 0, violations = 0;
+	long segv_expected = 0, segv_seen = 0, wrongs = 0;
+	int par = 2, c, verbose_shown = 0;
+	unsigned int seed = time(NULL), seed0;
+	struct tally tally[NR_SCENARIOS] = { 0 };
+	struct report *reps;
+	struct { pid_t pid; int sc; } slot[16] = { 0 };
+	struct timespec t0, now;
+	const char *old = getenv("GLIBC_TUNABLES");
+
+	while ((c = getopt_long(argc, argv, "d:j:s:v", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'd': secs = atol(optarg); break;
+		case 'j': par = atoi(optarg); break;
+		case 's': seed = strtoul(optarg, NULL, 0); break;
+		case 'v': verbose = true; break;
+		case 'L':
+			for (int i = 0; i < NR_SCENARIOS; i++)
+				printf("%-18s %s\n", scenarios[i].name,
+				       scenarios[i].expect == SEGV ? "breaks the contract: SIGSEGV" :
+				       "keeps the contract: lives");
+			return 0;
+		case 'X':
+			return exec_check();
+		default:
+			fprintf(stderr, "usage: rseq_op_stress [-d SECONDS] [-j 1..16] [-s SEED] [-v] | --list\n");
+			return 2;
+		}
+	}
+	if (par < 1 || par > 16 || secs < 1) {
+		fprintf(stderr, "rseq_op_stress: -j takes 1..16, -d a positive number of seconds\n");
+		return 2;
+	}
+	/* Our own rseq areas: glibc must not register its own. */
+	if (!old || !strstr(old, "glibc.pthread.rseq=0")) {
+		char buf[512];
+
+		snprintf(buf, sizeof(buf), "%s%sglibc.pthread.rseq=0",
+			 old ? old : "", old ? ":" : "");
+		setenv("GLIBC_TUNABLES", buf, 1);
+		execv("/proc/self/exe", argv);
+		perror("rseq_op_stress: re-exec");
+		return 2;
+	}
+	page = sysconf(_SC_PAGESIZE);
+	if (rseq_on() || !(area.flags & OB_RSEQ_OP_AVAILABLE)) {
+		printf("{\"skip\":\"no RSEQ operations in this kernel\"}\n");
+		return 4;
+	}
+	rseq_off();
+	reps = mmap(NULL, 16 * sizeof(*reps), PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (reps == MAP_FAILED) {
+		perror("mmap");
+		return 2;
+	}
+	seed0 = seed;
+	fprintf(stderr, "rseq_op_stress: %ld s, %d victims at a time, seed %u\n",
+		secs, par, seed);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		bool time_up;
+		int status, s;
+		pid_t pid;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		time_up = now.tv_sec - t0.tv_sec >= secs;
+		for (s = 0; s < par && !time_up; s++) {
+			unsigned int vseed = rand_r(&seed);
+
+			if (slot[s].pid)
+				continue;
+			slot[s].sc = vseed % NR_SCENARIOS;
+			memset(&reps[s], 0, sizeof(reps[s]));
+			pid = fork();
+			if (!pid)
+				victim(&scenarios[slot[s].sc], &reps[s], vseed);
+			slot[s].pid = pid;
+			victims++;
+		}
+		pid = wait(&status);
+		if (pid < 0)
+			break;
+		for (s = 0; s < par && slot[s].pid != pid; s++)
+			;
+		if (s == par)
+			continue;
+		{
+			const struct scenario *sc = &scenarios[slot[s].sc];
+			struct report *r = &reps[s];
+			bool segv = WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV;
+			bool ok;
+
+			tally[slot[s].sc].runs++;
+			prctls += r->prctl_calls;
+			walks += r->walks;
+			if (sc->expect == SEGV) {
+				segv_expected++;
+				violations++;
+				ok = segv && r->stage == STAGE_BROKEN;
+			} else {
+				ok = WIFEXITED(status) && !WEXITSTATUS(status);
+			}
+			segv_seen += segv;
+			if (!ok) {
+				wrongs++;
+				tally[slot[s].sc].wrong++;
+				if (verbose_shown++ < 20)
+					fprintf(stderr, "rseq_op_stress: WRONG: %s: %s%d at stage %d%s%s\n",
+						sc->name,
+						WIFSIGNALED(status) ? "killed by signal " : "exit status ",
+						WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
+						r->stage, r->why[0] ? ": " : "", r->why);
+			} else if (verbose) {
+				fprintf(stderr, "rseq_op_stress: ok: %s\n", sc->name);
+			}
+			slot[s].pid = 0;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	printf("{\"seconds\":%ld,\"seed\":%u,\"victims\":%ld,\"prctl_calls\":%ld,"
+	       "\"walks_triggered\":%ld,\"violations_injected\":%ld,"
+	       "\"segv_expected\":%ld,\"segv_seen\":%ld,\"wrong\":%ld,\"scenarios\":{",
+	       (long)(now.tv_sec - t0.tv_sec), seed0, victims, prctls, walks,
+	       violations, segv_expected, segv_seen, wrongs);
+	for (int i = 0; i < NR_SCENARIOS; i++)
+		printf("%s\"%s\":{\"runs\":%ld,\"wrong\":%ld}", i ? "," : "",
+		       scenarios[i].name, tally[i].runs, tally[i].wrong);
+	printf("}}\n");
+	return wrongs ? 1 : 0;
+}

@@ -1,0 +1,64 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Adversarial use of RSEQ operations: tests/stress/rseq_op_stress.c.
+
+A short bounded run on the debug ops kernel (KASAN, lockdep, lockup
+detectors) must end with every victim's outcome right and a quiet kernel;
+the same program against the RFC as posted, which does not walk at the
+delivery of a raised signal, must report wrong outcomes: the check can fail.
+"""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import TOP, run
+
+STRESS = os.path.join(TOP, "tests", "stress", "rseq_op_stress.c")
+SCRIPT = os.path.join(TOP, "scripts", "stress.sh")
+
+
+def test_builds_clean_and_lists(tmp_path):
+    exe = str(tmp_path / "s")
+    r = run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", exe, STRESS,
+             "-lpthread"])
+    assert r.returncode == 0, r.stderr
+    r = run([exe, "--list"])
+    assert r.returncode == 0
+    names = [l.split()[0] for l in r.stdout.splitlines()]
+    assert len(names) >= 15 and "self-cycle" in names and "fork" in names
+    r = run([exe, "-j", "99"])
+    assert r.returncode == 2 and "-j takes 1..16" in r.stderr
+
+
+def stress(tmp_path, secs, **env):
+    e = dict(os.environ, RESULTS_ROOT=str(tmp_path), **env)
+    r = subprocess.run([SCRIPT, str(secs)], cwd=TOP, env=e,
+                       capture_output=True, text=True, timeout=secs + 900)
+    out = r.stdout.strip().splitlines()[-1]
+    with open(os.path.join(out, "summary.json")) as f:
+        return r, out, json.load(f)
+
+
+@pytest.mark.rig
+def test_short_stress_on_debug_kernel(tmp_path):
+    r, out, s = stress(tmp_path, 90)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    assert s["wrong"] == 0
+    assert s["segv_seen"] == s["segv_expected"] > 0
+    assert all(v["runs"] > 0 for v in s["scenarios"].values()), s
+    with open(os.path.join(out, "kernel-problems.txt")) as f:
+        assert f.read() == ""
+    with open(os.path.join(out, "kernel-provenance")) as f:
+        assert "profile=debug" in f.read()
+
+
+@pytest.mark.rig
+def test_stress_catches_the_rfc(tmp_path):
+    r = run([os.path.join(TOP, "scripts", "kernel-path.sh"), "rfc"])
+    kdir = r.stdout.strip()
+    if r.returncode or not os.path.exists(os.path.join(kdir, "bzImage")):
+        pytest.skip("the rfc flavour is not built (make differential)")
+    r, out, s = stress(tmp_path, 20, PROFILE="default", FLAVOUR="rfc")
+    assert r.returncode != 0
+    assert s["wrong"] > 0
