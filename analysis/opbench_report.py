@@ -139,7 +139,8 @@ def verdict_block(c, unit):
         lines.append("    %s [%s, %s]" % (pct(c["ratio"]),
                                           pct(c["ratio_ci"][0]),
                                           pct(c["ratio_ci"][1])))
-    floor = ("noise floor %s (A/A)" % num(c["noise_floor"])
+    floor = ("noise floor %s (A/A, %d boots)" % (num(c["noise_floor"]),
+                                                  c.get("aa_boots", 0))
              if c["noise_floor"] is not None else
              "noise floor unknown (one boot)")
     lines += textwrap.wrap("Mann-Whitney p=%s (n=%d/%d); %s; smallest "
@@ -187,6 +188,7 @@ def group_lines(g, a):
                                "kernel)" % (fl, ",".join(ns)), WIDTH,
                                initial_indent="  ", subsequent_indent="    ")
     for c in g["vs_reference"]:
+        c = dict(c, aa_boots=g["aa_boots"])
         lines.append("")
         lines.append("%s against %s, N=%d" % (c["flavour"], a["reference"],
                                               c["nr_ops"]))
