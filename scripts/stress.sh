@@ -3,7 +3,7 @@
 # stress.sh - adversarial use of RSEQ operations on the debug kernel, in a guest.
 #
 # Usage: scripts/stress.sh [DURATION_SECONDS]     (make stress DURATION=...)
-# Env:   PROFILE (default debug: KASAN, lockdep, lockup detectors), FLAVOUR
+# Env:   STRESS_PROFILE (default debug: KASAN, lockdep, lockup detectors), FLAVOUR
 #        (default ops), PARALLEL (victims at a time, default 4), SEED,
 #        RESULTS_ROOT (default results/)
 #
@@ -19,7 +19,8 @@ set -euo pipefail
 
 secs=${1:-${DURATION:-600}}
 [[ "$secs" =~ ^[0-9]+$ ]] && [ "$secs" -gt 0 ] || die "DURATION='$secs' is not a positive number of seconds"
-export PROFILE=${PROFILE:-debug}
+# Not PROFILE: make exports PROFILE=default to every recipe.
+export PROFILE=${STRESS_PROFILE:-debug}
 flavour=${FLAVOUR:-ops}
 par=${PARALLEL:-4}
 
@@ -45,7 +46,7 @@ vm=("$TOPDIR/vm-images/opbench-vm" --kernel "$kdir/bzImage" --image "$img"
 	--record "$out/vm.json" -- ./guest-stress.sh)
 {
 	echo "# host: $0 $*"
-	echo "# PROFILE=$PROFILE FLAVOUR=$flavour PARALLEL=$par SEED=${SEED:-}"
+	echo "# STRESS_PROFILE=$PROFILE FLAVOUR=$flavour PARALLEL=$par SEED=${SEED:-}"
 	echo "${vm[*]}"
 	sed -n 's/^exec /# guest: /p' "$out/guest-stress.sh"
 } > "$out/commands.txt"

@@ -33,6 +33,7 @@ def test_builds_clean_and_lists(tmp_path):
 
 def stress(tmp_path, secs, **env):
     e = dict(os.environ, RESULTS_ROOT=str(tmp_path), **env)
+    e.pop("PROFILE", None)
     r = subprocess.run([SCRIPT, str(secs)], cwd=TOP, env=e,
                        capture_output=True, text=True, timeout=secs + 900)
     out = r.stdout.strip().splitlines()[-1]
@@ -59,6 +60,6 @@ def test_stress_catches_the_rfc(tmp_path):
     kdir = r.stdout.strip()
     if r.returncode or not os.path.exists(os.path.join(kdir, "bzImage")):
         pytest.skip("the rfc flavour is not built (make differential)")
-    r, out, s = stress(tmp_path, 20, PROFILE="default", FLAVOUR="rfc")
+    r, out, s = stress(tmp_path, 20, STRESS_PROFILE="default", FLAVOUR="rfc")
     assert r.returncode != 0
     assert s["wrong"] > 0
