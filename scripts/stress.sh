@@ -41,9 +41,14 @@ echo 10 > /proc/sys/kernel/watchdog_thresh 2>/dev/null
 exec ./rseq_op_stress -d $secs -j $par ${SEED:+-s $SEED}
 EOF
 chmod +x "$out/guest-stress.sh"
+# no5lvl: with -cpu max, TCG offers 5-level paging, and the debug kernel
+# then reported "BUG: KASAN: wild-memory-access in do_raw_spin_lock" from
+# an interrupt taken during start_kernel() in 2 boots of 6 (0 of 8 with
+# no5lvl), long before any process runs. Such a report taints the kernel
+# and turns lockdep off for the whole run.
 vm=("$TOPDIR/vm-images/opbench-vm" --kernel "$kdir/bzImage" --image "$img"
 	--share "$out" --timeout $((secs + 600)) --console-log "$out/console.log"
-	--record "$out/vm.json" -- ./guest-stress.sh)
+	--record "$out/vm.json" --append no5lvl -- ./guest-stress.sh)
 {
 	echo "# host: $0 $*"
 	echo "# STRESS_PROFILE=$PROFILE FLAVOUR=$flavour PARALLEL=$par SEED=${SEED:-}"
@@ -77,6 +82,9 @@ print("stress: %s contract violations injected; SIGSEGV expected %s, seen %s;"
 print("stress: kernel problems on the console: %d; guest status %d" % (problems, rc))
 EOF
 if [ "$problems" -gt 0 ]; then
+	if sed '/OPBENCH-START/q' "$out/console.log" | grep -qE "$pat"; then
+		log "the first report came at boot, before the stress started: the run is void (lock debugging is off after a report), not a verdict on RSEQ operations"
+	fi
 	log "FAILED: the kernel reported problems (first ones below; all in $out/kernel-problems.txt)"
 	head -5 "$out/kernel-problems.txt" >&2
 	rc=1
