@@ -247,30 +247,6 @@ static void default_cpus(struct bench_ctx *ctx)
 		ctx->cpu2 = first;
 }
 
-/*
- * Our own rseq areas need glibc's registration off. Rather than fail, run
- * again with the tunable set, and say so.
- */
-static void own_rseq_or_reexec(char **argv, enum reg_mode reg)
-{
-	const char *old = getenv("GLIBC_TUNABLES");
-	char buf[512];
-
-	if (reg == REG_GLIBC || !glibc_owns_rseq())
-		return;
-	if (old && strstr(old, "glibc.pthread.rseq=0")) {
-		fprintf(stderr, "opbench: glibc registered rseq despite GLIBC_TUNABLES=%s\n", old);
-		exit(2);
-	}
-	snprintf(buf, sizeof(buf), "%s%sglibc.pthread.rseq=0", old ? old : "",
-		 old ? ":" : "");
-	setenv("GLIBC_TUNABLES", buf, 1);
-	progress("re-running with GLIBC_TUNABLES=%s to register our own rseq area", buf);
-	execv("/proc/self/exe", argv);
-	fprintf(stderr, "opbench: cannot re-execute /proc/self/exe: %s\n", strerror(errno));
-	exit(2);
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -381,7 +357,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "opbench: no usable CPU\n");
 		return 2;
 	}
-	own_rseq_or_reexec(argv, base.reg);
+	if (base.reg != REG_GLIBC)
+		reexec_without_glibc_rseq(argv, "opbench", !quiet);
 
 	for (int b = 0; b < NR_BENCHES; b++) {
 		if (strcmp(argv[optind], "all") && strcmp(argv[optind], benches[b].name))

@@ -81,6 +81,7 @@ const char *op_type_name(enum op_type t);
 int parse_reg_mode(const char *s, enum reg_mode *m);
 int parse_op_type(const char *s, enum op_type *t);
 bool glibc_owns_rseq(void);
+void reexec_without_glibc_rseq(char **argv, const char *me, bool say);
 int rseq_register_thread(enum reg_mode m, struct ob_rseq **area);
 int rseq_unregister_thread(enum reg_mode m, struct ob_rseq *area);
 int ops_register(struct thread_ops *to, struct ob_rseq *area, enum op_type type,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * reg.c - rseq registration and RSEQ operation helpers for the benchmarks.
+ * reg.c - rseq registration and RSEQ operation helpers for the benchmarks
+ * (and for tests/stress/rseq_op_stress.c).
  *
  * Each measured thread registers an rseq area (its own v2 or legacy area,
  * or glibc's), then N operations of one type whose destinations are words
@@ -10,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -73,6 +75,34 @@ int parse_op_type(const char *s, enum op_type *t)
 bool glibc_owns_rseq(void)
 {
 	return &__rseq_size && __rseq_size > 0;
+}
+
+/*
+ * Our own rseq areas need glibc's registration off. Rather than fail, run
+ * again with the tunable set, and say so when @say. Returns only when
+ * glibc did not register rseq; exits 2 when it did despite the tunable or
+ * the re-execution failed. @me prefixes the messages.
+ */
+void reexec_without_glibc_rseq(char **argv, const char *me, bool say)
+{
+	const char *old = getenv("GLIBC_TUNABLES");
+	char buf[512];
+
+	if (!glibc_owns_rseq())
+		return;
+	if (old && strstr(old, "glibc.pthread.rseq=0")) {
+		fprintf(stderr, "%s: glibc registered rseq despite GLIBC_TUNABLES=%s\n", me, old);
+		exit(2);
+	}
+	snprintf(buf, sizeof(buf), "%s%sglibc.pthread.rseq=0", old ? old : "",
+		 old ? ":" : "");
+	setenv("GLIBC_TUNABLES", buf, 1);
+	if (say)
+		fprintf(stderr, "%s: re-running with GLIBC_TUNABLES=%s to register our own rseq area\n",
+			me, buf);
+	execv("/proc/self/exe", argv);
+	fprintf(stderr, "%s: cannot re-execute /proc/self/exe: %s\n", me, strerror(errno));
+	exit(2);
 }
 
 static unsigned int feature_size(void)

@@ -31,7 +31,7 @@ out=${RESULTS_ROOT:-$TOPDIR/results}/$(date -u +%Y%m%dT%H%M%SZ)-stress-$PROFILE-
 [ ! -e "$out" ] || die "$out exists; wait a second and run again"
 mkdir -p "$out"
 gcc -O2 -g -Wall -Wextra -o "$out/rseq_op_stress" \
-	"$TOPDIR/tests/stress/rseq_op_stress.c" -lpthread
+	"$TOPDIR/tests/stress/rseq_op_stress.c" "$TOPDIR/microbench/reg.c" -lpthread
 cp "$kdir/provenance" "$out/kernel-provenance"
 cat > "$out/guest-stress.sh" <<EOF
 #!/bin/sh

@@ -15,13 +15,14 @@ import pytest
 from conftest import TOP, run
 
 STRESS = os.path.join(TOP, "tests", "stress", "rseq_op_stress.c")
+REG = os.path.join(TOP, "microbench", "reg.c")
 SCRIPT = os.path.join(TOP, "scripts", "stress.sh")
 
 
 def test_builds_clean_and_lists(tmp_path):
     exe = str(tmp_path / "s")
     r = run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", exe, STRESS,
-             "-lpthread"])
+             REG, "-lpthread"])
     assert r.returncode == 0, r.stderr
     r = run([exe, "--list"])
     assert r.returncode == 0

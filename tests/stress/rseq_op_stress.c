@@ -34,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -43,9 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../microbench/rseq-op-abi.h"
+#include "../../microbench/opbench.h"
 
-#define RSEQ_SIG	0x53053053
 #define MAX_OPS		OB_RSEQ_OP_LIST_LIMIT
 #define SLOTS		64
 #define MARK		0x6d61726bULL
@@ -81,28 +79,19 @@ struct world {
 	unsigned int seed;
 };
 
-static __thread struct ob_rseq area __attribute__((aligned(64)));
+/* This thread's own rseq area, registered by microbench/reg.c. */
+static __thread struct ob_rseq *area;
 static size_t page;
 static bool verbose;
 
-static unsigned int feature_size(void)
-{
-	unsigned long sz = getauxval(OB_AT_RSEQ_FEATURE_SIZE);
-
-	if (sz < 32)
-		sz = 32;
-	return sz > sizeof(struct ob_rseq) ? sizeof(struct ob_rseq) : sz;
-}
-
 static int rseq_on(void)
 {
-	return syscall(__NR_rseq, &area, feature_size(), 0, RSEQ_SIG) ? -errno : 0;
+	return rseq_register_thread(REG_OWN, &area);
 }
 
 static int rseq_off(void)
 {
-	return syscall(__NR_rseq, &area, feature_size(), OB_RSEQ_FLAG_UNREGISTER,
-		       RSEQ_SIG) ? -errno : 0;
+	return rseq_unregister_thread(REG_OWN, area);
 }
 
 static unsigned int rnd(struct world *w, unsigned int n)
@@ -524,7 +513,7 @@ static int exec_check(void)
 
 	if (rseq_on())
 		return 95;
-	if (area.flags & OB_RSEQ_OP_ENABLED)
+	if (area->flags & OB_RSEQ_OP_ENABLED)
 		return 96;
 	if (prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_UNREGISTER, (unsigned long)&n, 0, 0) == 0 ||
 	    errno != ENOENT)
@@ -769,7 +758,7 @@ static void *map(size_t len)
 static void __attribute__((noreturn)) victim(const struct scenario *sc,
 					     struct report *rep, unsigned int seed)
 {
-	struct world w = { .rep = rep, .area = &area, .seed = seed };
+	struct world w = { .rep = rep, .area = area, .seed = seed };
 	struct sigaction sa = { .sa_handler = on_usr1 };
 
 	alarm(VICTIM_ALARM);
@@ -805,7 +794,6 @@ int main(int argc, char **argv)
 	struct report *reps;
 	struct { pid_t pid; int sc; } slot[16] = { 0 };
 	struct timespec t0, now;
-	const char *old = getenv("GLIBC_TUNABLES");
 
 	while ((c = getopt_long(argc, argv, "d:j:s:v", lopts, NULL)) != -1) {
 		switch (c) {
@@ -831,18 +819,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	/* Our own rseq areas: glibc must not register its own. */
-	if (!old || !strstr(old, "glibc.pthread.rseq=0")) {
-		char buf[512];
-
-		snprintf(buf, sizeof(buf), "%s%sglibc.pthread.rseq=0",
-			 old ? old : "", old ? ":" : "");
-		setenv("GLIBC_TUNABLES", buf, 1);
-		execv("/proc/self/exe", argv);
-		perror("rseq_op_stress: re-exec");
-		return 2;
-	}
+	reexec_without_glibc_rseq(argv, "rseq_op_stress", false);
 	page = sysconf(_SC_PAGESIZE);
-	if (rseq_on() || !(area.flags & OB_RSEQ_OP_AVAILABLE)) {
+	if (rseq_on() || !(area->flags & OB_RSEQ_OP_AVAILABLE)) {
 		printf("{\"skip\":\"no RSEQ operations in this kernel\"}\n");
 		return 4;
 	}
