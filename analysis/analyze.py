@@ -14,7 +14,6 @@ analysis.old-<UTC date>/ and writes the new one in its place. The output is
 built in a temporary directory and renamed only when complete.
 """
 import argparse
-import glob
 import json
 import os
 import shutil
@@ -30,16 +29,6 @@ import opbench_plots  # noqa: E402
 import opbench_report  # noqa: E402
 
 TOP = os.path.dirname(HERE)
-
-
-def newest_run():
-    runs = [d for d in glob.glob(os.path.join(TOP, "results", "*"))
-            if glob.glob(os.path.join(d, "boot-*", "opbench.json"))]
-    if not runs:
-        sys.exit("analyze: no benchmark run under %s; run `make bench` "
-                 "first or name a results directory"
-                 % os.path.join(TOP, "results"))
-    return max(runs, key=os.path.basename)
 
 
 def jsonable(a):
@@ -92,9 +81,10 @@ def main():
     ap.add_argument("-q", "--quiet", action="store_true",
                     help="do not print the report")
     args = ap.parse_args()
-    rdir = args.results or newest_run()
-    outdir = args.out or os.path.join(rdir, "analysis")
     try:
+        rdir = args.results or opbench_data.newest_run(
+            os.path.join(TOP, "results"))
+        outdir = args.out or os.path.join(rdir, "analysis")
         text, plots = write(rdir, outdir, args.force)
     except opbench_data.ResultsError as e:
         sys.exit("analyze: %s" % e)

@@ -72,6 +72,16 @@ def read_records(path):
 BOOT_RE = re.compile(r"^boot-(\d+)-(.+)$")
 
 
+def newest_run(root):
+    """The newest benchmark run (with boot records) under root."""
+    runs = [d for d in glob.glob(os.path.join(root, "*"))
+            if glob.glob(os.path.join(d, "boot-*", "opbench.json"))]
+    if not runs:
+        raise ResultsError("no benchmark run under %s; run `make bench` "
+                           "first or name a results directory" % root)
+    return max(runs, key=os.path.basename)
+
+
 def load(rdir):
     """The run in rdir: provenance, boots and their records."""
     if not os.path.isdir(rdir):

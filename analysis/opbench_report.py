@@ -156,6 +156,19 @@ def verdict_block(c, unit):
 MARK = {"difference": "*", "noise": "~", "none": " "}
 
 
+def slope_lines(m, walks, unit):
+    """b per loop and, when the loop walks, per walk and a 2048-node walk."""
+    lines = ["  b = %s %s %s per operation per loop" % (
+        num(m["b"]), ci(m["b_ci"]), unit)]
+    if walks:
+        per = m["b"] / walks
+        lines.append("    = %s %s per operation per walk" % (
+            num(per), ci((m["b_ci"][0] / walks, m["b_ci"][1] / walks))))
+        lines.append("  one 2048-operation walk: %s %s" % (
+            num(per * 2048), unit))
+    return lines
+
+
 def group_lines(g, a):
     unit = a["unit"]
     lines = [RULE]
@@ -225,14 +238,7 @@ def group_lines(g, a):
                      "(least squares)" % (fl, m["ns"][0], m["ns"][-1]))
         lines.append("  a = %s %s %s (N=0 measured: %s)" % (
             num(m["a"]), ci(m["a_ci"]), unit, num(m["zero_median"])))
-        lines.append("  b = %s %s %s per operation per loop" % (
-            num(m["b"]), ci(m["b_ci"]), unit))
-        if walks:
-            per = m["b"] / walks
-            lines.append("    = %s %s per operation per walk" % (
-                num(per), ci((m["b_ci"][0] / walks, m["b_ci"][1] / walks))))
-            lines.append("  one 2048-operation walk: %s %s" % (
-                num(per * 2048), unit))
+        lines += slope_lines(m, walks, unit)
         lines.append("  R^2 = %.6f over %d samples" % (m["r2"], m["n"]))
         m2 = g.get("cost_per_switch", {}).get(fl)
         if m2:
@@ -242,15 +248,7 @@ def group_lines(g, a):
                 "walk once (samples scaled to the N=0 switch rate):" % (
                     100 * g["switch_drift"][fl], fl, walks), WIDTH,
                 initial_indent="  ", subsequent_indent="    ")
-            lines.append("  b = %s %s %s per operation per loop" % (
-                num(m2["b"]), ci(m2["b_ci"]), unit))
-            if walks:
-                per = m2["b"] / walks
-                lines.append("    = %s %s per operation per walk" % (
-                    num(per), ci((m2["b_ci"][0] / walks,
-                                  m2["b_ci"][1] / walks))))
-                lines.append("  one 2048-operation walk: %s %s" % (
-                    num(per * 2048), unit))
+            lines += slope_lines(m2, walks, unit)
     return lines
 
 

@@ -87,24 +87,17 @@ def validate(dirs):
     return ok
 
 
-def records(paths):
-    xs = []
-    for p in sorted(paths):
-        with open(p) as f:
-            for line in f:
-                # The traced run's stdout passes through bpftrace.
-                if not line.startswith("{"):
-                    continue
-                r = json.loads(line)
-                if r.get("kind") == "sample":
-                    xs.append(r["ns_per_loop"])
-    return xs
+def samples(paths):
+    """The metric of every sample record in the opbench.json files given."""
+    import opbench_data
+    return [float(r[opbench_data.METRIC]) for p in sorted(paths)
+            for r in opbench_data.read_records(p) if r.get("kind") == "sample"]
 
 
 def overhead(d):
     import opbench_stats as st
-    plain = records(glob.glob(os.path.join(d, "plain-*.json")))
-    traced = records(glob.glob(os.path.join(d, "traced-*.json")))
+    plain = samples(glob.glob(os.path.join(d, "plain-*.json")))
+    traced = samples(glob.glob(os.path.join(d, "traced-*.json")))
     if not plain or not traced:
         print("overhead: %s: no samples (plain %d, traced %d); see "
               "opbench.log and bpftrace.log there" % (d, len(plain),
