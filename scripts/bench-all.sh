@@ -57,17 +57,12 @@ timed() {
 }
 
 build_kernels() {
-	local f
-	for f in $flavours; do
-		case $f in
-		baseline | ops) "$TOPDIR/scripts/kernels.sh" "$f" ;;
-		rfc)
-			[ -d "$rfc_series" ] || die "flavour rfc needs the RFC's patches: RFC_SERIES=$rfc_series does not exist"
-			"$TOPDIR/scripts/kernel-build.sh" rfc "$rfc_series" >/dev/null
-			;;
-		*) "$TOPDIR/scripts/kernels.sh" "$f" ;;
-		esac
-	done
+	if [[ " $flavours " == *" rfc "* ]]; then
+		[ -d "$rfc_series" ] || die "flavour rfc needs the RFC's patches: RFC_SERIES=$rfc_series does not exist"
+		export SERIES_rfc=$rfc_series
+	fi
+	# shellcheck disable=SC2086 # one flavour per word
+	"$TOPDIR/scripts/kernels.sh" $flavours
 }
 
 rc=0
