@@ -7,6 +7,7 @@
 CACHE_DIR ?= /var/cache/rseq-opbench
 KVER      ?= 7.2
 PROFILE   ?= default
+TOOLCHAIN ?= trixie
 FLAVOURS  ?= baseline ops
 ROUNDS    ?= 50
 DURATION  ?= 600
@@ -14,7 +15,7 @@ RFC_SERIES ?= ../shared/seeds
 PYTHON    := /usr/bin/python3
 V         ?= 0
 
-export CACHE_DIR KVER PROFILE V
+export CACHE_DIR KVER PROFILE TOOLCHAIN V
 
 ifeq ($(V),1)
 Q :=
@@ -24,7 +25,7 @@ Q := @
 PYTEST_V :=
 endif
 
-.PHONY: help deps source config kernels kernel image vm-check test test-host \
+.PHONY: help deps buildroot source config kernels kernel image vm-check test test-host \
 	selftests selftests-op differential bench bench-walker report \
 	flamegraph trace trace-validate trace-overhead stress clean-cache
 
@@ -37,6 +38,8 @@ help:
 	@echo '  test         all tests: host unit tests, kernels (debug ops too), image, guest boots'
 	@echo '  test-host    host-only tests (no kernel build, no boot)'
 	@echo '  deps         install missing Debian packages (root)'
+	@echo '  buildroot    make the Debian trixie build root (gcc 14) kernels and guest'
+	@echo '               binaries are built in (debootstrap, cached)'
 	@echo '  source       fetch and unpack linux-source-$$(KVER) into the cache'
 	@echo '  config       merge and check the kernel config of $$(PROFILE)'
 	@echo '  kernels      build every flavour in FLAVOURS (default: baseline ops)'
@@ -55,10 +58,16 @@ help:
 	@echo '  trace-overhead  BENCH alone and under SCRIPT: what tracing costs'
 	@echo '  clean-cache  remove $$(CACHE_DIR) (source, builds, ccache, images)'
 	@echo 'Variables: KVER=$(KVER) PROFILE=$(PROFILE) (default|debug)'
+	@echo '  TOOLCHAIN=$(TOOLCHAIN): trixie builds with gcc 14 in the build root, as Debian'
+	@echo '  builds its kernels; host uses this machine'"'"'s gcc (12.2 on bookworm: asm goto'
+	@echo '  outputs off), for old-against-new comparisons only'
 	@echo '  CACHE_DIR=$(CACHE_DIR) FLAVOURS="$(FLAVOURS)" V=1 for verbose'
 
 deps:
 	$(Q)scripts/deps.sh
+
+buildroot: deps
+	$(Q)scripts/buildroot.sh describe
 
 source: deps
 	$(Q)scripts/kernel-source.sh >/dev/null

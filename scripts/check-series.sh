@@ -17,11 +17,12 @@ mapfile -t patches < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$series/series" 
 	while read -r p; do echo "$series/$p"; done)
 src=$("$TOPDIR/scripts/kernel-source.sh")
 srcver=$(cat "$src/.git/rseq-opbench-version")
-wt=$CACHE_DIR/build/$srcver/check-series
+wt=$CACHE_DIR/build/$srcver/$TOOLCHAIN/check-series
 objs="kernel/rseq.o kernel/sys.o kernel/entry/common.o kernel/sched/core.o
 	kernel/fork.o kernel/signal.o fs/exec.o arch/x86/kernel/signal.o"
 export CCACHE_DIR=${CCACHE_DIR:-$CACHE_DIR/ccache} CCACHE_NOHASHDIR=1
 export CCACHE_SLOPPINESS=include_file_mtime,include_file_ctime,time_macros
+export CCACHE_COMPILERCHECK=content
 
 if [ ! -e "$wt/.git" ]; then
 	git -C "$src" worktree prune
@@ -32,12 +33,13 @@ git -C "$wt" checkout -q --detach -f "debian-$srcver"
 git -C "$wt" -c user.name=rseq-opbench -c user.email=rseq-opbench@localhost \
 	am -q "${patches[@]}" || die "series does not apply with git am"
 
-merged=$(ls -t "$CACHE_DIR/build/$srcver/default"/config-* | head -1)
+merged=$(ls -t "$CACHE_DIR/build/$srcver/$TOOLCHAIN/default"/config-* 2>/dev/null | head -1 || true)
+[ -n "$merged" ] || die "no merged config for TOOLCHAIN=$TOOLCHAIN yet: run make kernels first"
 for cfg in rseq norseq; do
 	mkdir -p "$wt/_build_$cfg"
 	cp "$merged" "$wt/_build_$cfg/.config"
 	[ $cfg = norseq ] && sed -i 's/^CONFIG_RSEQ=y/# CONFIG_RSEQ is not set/' "$wt/_build_$cfg/.config"
-	make -s -C "$wt" O="_build_$cfg" ARCH=x86_64 olddefconfig >/dev/null
+	in_buildroot make -s -C "$wt" O="_build_$cfg" ARCH=x86_64 olddefconfig >/dev/null
 done
 
 tip=$(git -C "$wt" rev-parse HEAD)
@@ -52,7 +54,7 @@ for i in "${!patches[@]}"; do
 		# Without CONFIG_RSEQ, kernel/rseq.c is not built at all.
 		[ $cfg = norseq ] && o=${objs/kernel\/rseq.o/}
 		# shellcheck disable=SC2086
-		if ! make -C "$wt" O="_build_$cfg" ARCH=x86_64 -j"$(nproc)" CC="ccache gcc" \
+		if ! in_buildroot make -C "$wt" O="_build_$cfg" ARCH=x86_64 -j"$(nproc)" CC="ccache gcc" \
 			$o >"$log" 2>&1; then
 			tail -20 "$log" >&2
 			log "patch $n ($cfg): build FAILED; log $log"

@@ -4,8 +4,12 @@
 CACHE_DIR=${CACHE_DIR:-/var/cache/rseq-opbench}
 KVER=${KVER:-7.2}
 PROFILE=${PROFILE:-default}
+# The compiler kernels and guest binaries are built with: trixie (gcc 14,
+# in the project's build root, scripts/buildroot.sh) or host (this machine's
+# own gcc, for old-against-new comparisons only).
+TOOLCHAIN=${TOOLCHAIN:-trixie}
 TOPDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-export CACHE_DIR KVER PROFILE TOPDIR
+export CACHE_DIR KVER PROFILE TOOLCHAIN TOPDIR
 
 # Messages carry the script's name; errors say what to do about them.
 _me=$(basename "$0" .sh)
@@ -18,9 +22,23 @@ fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 # Content hash of files, in the order given.
 hash_files() { cat "$@" | sha256sum | cut -c1-16; }
 
+# Run a command with the toolchain's compiler (scripts/buildroot.sh run).
+in_buildroot() { "$TOPDIR/scripts/buildroot.sh" run "$@"; }
+
+# Where a toolchain's kernels and build trees live, below <source version>/.
+toolchain_dir() {
+	case "$TOOLCHAIN" in
+	trixie|host) echo "$TOOLCHAIN/$PROFILE" ;;
+	*) die "TOOLCHAIN='$TOOLCHAIN' is unknown; use TOOLCHAIN=trixie (the default) or TOOLCHAIN=host" ;;
+	esac
+}
+
 # Config fragments of the current profile, in merge order.
 fragments() {
 	echo "$TOPDIR/kernel-patch/configs/opbench.config"
+	# The distribution compiler: asm-goto with outputs must be there. A
+	# build that fell back to an older gcc fails here by name.
+	[ "$TOOLCHAIN" = host ] || echo "$TOPDIR/kernel-patch/configs/toolchain.config"
 	if [ "$PROFILE" = debug ]; then
 		echo "$TOPDIR/kernel-patch/configs/debug.config"
 	elif [ "$PROFILE" != default ]; then

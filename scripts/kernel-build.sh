@@ -6,12 +6,15 @@
 #   FLAVOUR  baseline | ops | any name for SERIES (letters, digits, - and _)
 #   SERIES   directory of patches (a `series` order file or *.patch in name
 #            order) or an mbox; ops defaults to kernel-patch/series/
-# Env:   KVER, PROFILE (default|debug), CACHE_DIR, V=1 for the full build log
+# Env:   KVER, PROFILE (default|debug), TOOLCHAIN (trixie|host), CACHE_DIR,
+#        V=1 for the full build log
 #
 # Every flavour is a git worktree of the same pristine source, with its series
 # applied by `git am`, built out of tree in <worktree>/_build with the same
-# merged config and ccache. The result lands in
-#   $CACHE_DIR/kernels/<source version>/<profile>/<flavour>/
+# merged config and ccache, with the toolchain's compiler: Debian trixie's
+# gcc 14 from the project's build root (scripts/buildroot.sh) by default.
+# The result lands in
+#   $CACHE_DIR/kernels/<source version>/<toolchain>/<profile>/<flavour>/
 # as bzImage, vmlinux, System.map, config, headers/ and provenance.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
@@ -65,18 +68,28 @@ fi
 
 src=$("$TOPDIR/scripts/kernel-source.sh")
 srcver=$(cat "$src/.git/rseq-opbench-version")
-base=$CACHE_DIR/build/$srcver/$PROFILE
+base=$CACHE_DIR/build/$srcver/$(toolchain_dir)
 wt=$base/$flavour
 obj=$wt/_build
-out=$CACHE_DIR/kernels/$srcver/$PROFILE/$flavour
+out=$CACHE_DIR/kernels/$srcver/$(toolchain_dir)/$flavour
 suffix=-$flavour
 [ "$PROFILE" = default ] || suffix=$suffix-$PROFILE
 mkdir -p "$base"
 t0=$(date +%s)
+# Makes the build root on first use (with progress), then names it.
+toolchain=$("$TOPDIR/scripts/buildroot.sh" describe)
+
+# One build per flavour at a time: a second make waits here, and says so.
+exec 8>"$base/.lock-$flavour"
+if ! flock -n 8; then
+	log "[$flavour] another make is building this flavour ($base/$flavour); waiting for it"
+	flock 8
+fi
 
 # 1. The merged config, shared by every flavour of this profile.
 mapfile -t frags < <(fragments)
-config_key=$(hash_files "${frags[@]}" "$TOPDIR/scripts/kernel-config.sh")
+config_key=$( (cat "${frags[@]}" "$TOPDIR/scripts/kernel-config.sh"; echo "$toolchain") |
+	sha256sum | cut -c1-16)
 merged=$base/config-$config_key
 if [ ! -f "$merged" ]; then
 	log "[$flavour] merging config ($PROFILE profile)"
@@ -112,7 +125,7 @@ fi
 mkdir -p "$obj"
 if ! cmp -s "$merged" "$obj/.config.merged" 2>/dev/null || [ ! -f "$obj/.config" ]; then
 	cp "$merged" "$obj/.config"
-	make -s -C "$wt" O="$obj" ARCH=x86_64 olddefconfig >/dev/null
+	in_buildroot make -s -C "$wt" O="$obj" ARCH=x86_64 olddefconfig >/dev/null
 	cp "$merged" "$obj/.config.merged"
 fi
 "$TOPDIR/scripts/check-config.sh" "$obj/.config" "${frags[@]}"
@@ -123,6 +136,9 @@ fi
 export CCACHE_DIR=${CCACHE_DIR:-$CACHE_DIR/ccache}
 export CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
 export CCACHE_SLOPPINESS=include_file_mtime,include_file_ctime,time_macros
+# The compiler by content, not by mtime: a re-made build root with the same
+# gcc still hits.
+export CCACHE_COMPILERCHECK=content
 export KBUILD_BUILD_TIMESTAMP="linux-source $srcver" KBUILD_BUILD_USER=rseq-opbench
 export KBUILD_BUILD_HOST=rseq-opbench
 jobs=${JOBS:-$(nproc)}
@@ -131,20 +147,21 @@ makeargs=(-C "$wt" O="$obj" ARCH=x86_64 -j"$jobs" CC="ccache gcc" HOSTCC="ccache
 buildlog=$obj/build.log
 log "[$flavour] building linux $srcver$suffix (log: $buildlog)"
 tb=$(date +%s)
+# The ticker must not hold the flavour's lock (fd 8), and ends with us.
 (
-	while sleep 30; do
+	while sleep 30 && kill -0 $$ 2>/dev/null; do
 		n=$(grep -c '^  CC' "$buildlog" 2>/dev/null || true)
 		log "[$flavour] still building: $n compiles, $(fmt_secs $(( $(date +%s) - tb )))"
 	done
-) &
+) 8>&- &
 ticker=$!
 trap 'kill $ticker 2>/dev/null || true' EXIT
 rc=0
 if [ "${V:-0}" = 1 ]; then
-	make "${makeargs[@]}" bzImage 2>&1 | tee "$buildlog" || rc=$?
+	in_buildroot make "${makeargs[@]}" bzImage 2>&1 | tee "$buildlog" || rc=$?
 	[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 else
-	make "${makeargs[@]}" bzImage >"$buildlog" 2>&1 || rc=$?
+	in_buildroot make "${makeargs[@]}" bzImage >"$buildlog" 2>&1 || rc=$?
 fi
 kill $ticker 2>/dev/null || true
 if [ $rc -ne 0 ]; then
@@ -161,7 +178,7 @@ if [ -f "$out/provenance" ] && [ "$out/bzImage" -nt "$obj/arch/x86/boot/bzImage"
 	echo "$out"
 	exit 0
 fi
-make -s "${makeargs[@]}" headers >>"$buildlog" 2>&1 ||
+in_buildroot make -s "${makeargs[@]}" headers >>"$buildlog" 2>&1 ||
 	{ tail -30 "$buildlog" >&2; die "[$flavour] make headers failed; full log: $buildlog"; }
 
 # 5. Install beside its provenance; never leave a half-written result.
@@ -190,8 +207,10 @@ series_hash=$series_hash
 series_patches=${#patches[@]}
 config_hash=$(sha256sum < "$obj/.config" | cut -c1-16)
 config_fragments=$(for f in "${frags[@]}"; do basename "$f"; done | paste -sd,)
-compiler=$(gcc --version | head -1)
-pahole=$(pahole --version 2>/dev/null || echo none)
+toolchain=$TOOLCHAIN $toolchain
+compiler=$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\(.*\)"$/\1/p' "$obj/.config")
+cc_has_asm_goto_output=$(grep -q '^CONFIG_CC_HAS_ASM_GOTO_OUTPUT=y' "$obj/.config" && echo y || echo n)
+pahole=$(in_buildroot pahole --version 2>/dev/null || echo none)
 btf=$btf
 preempt=$(grep -o '^CONFIG_PREEMPT=y' "$obj/.config" >/dev/null && echo full || echo other)
 mitigations=$(grep -q '^CONFIG_CPU_MITIGATIONS=y' "$obj/.config" && echo on || echo off)

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernel-path.sh - print where a flavour's built kernel lives (built or not).
 #
-# Usage: scripts/kernel-path.sh FLAVOUR   -> $CACHE_DIR/kernels/<ver>/<profile>/<flavour>
+# Usage: scripts/kernel-path.sh FLAVOUR
+#   -> $CACHE_DIR/kernels/<ver>/<toolchain>/<profile>/<flavour>
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 src=$("$TOPDIR/scripts/kernel-source.sh")
-echo "$CACHE_DIR/kernels/$(cat "$src/.git/rseq-opbench-version")/$PROFILE/${1:?usage: kernel-path.sh FLAVOUR}"
+echo "$CACHE_DIR/kernels/$(cat "$src/.git/rseq-opbench-version")/$(toolchain_dir)/${1:?usage: kernel-path.sh FLAVOUR}"

@@ -82,7 +82,26 @@ def test_named_flavour_needs_series():
 
 PROVENANCE_KEYS = ["flavour", "profile", "kernel_release", "source_package",
                    "source_version", "series", "series_hash", "config_hash",
-                   "compiler", "btf", "build_seconds", "built_at"]
+                   "toolchain", "compiler", "cc_has_asm_goto_output", "btf",
+                   "build_seconds", "built_at"]
+
+
+def test_old_gcc_fails_the_toolchain_check_by_name(tmp_path):
+    """A config made by a gcc with broken asm-goto outputs (bookworm's
+    12.2) fails the default toolchain's check, naming the symbol."""
+    cfg = tmp_path / "config"
+    cfg.write_text('CONFIG_CC_VERSION_TEXT="gcc (Debian 12.2.0-14) 12.2.0"\n'
+                   "CONFIG_GCC_ASM_GOTO_OUTPUT_BROKEN=y\n")
+    r = run([os.path.join(TOP, "scripts/check-config.sh"), str(cfg),
+             os.path.join(CONFIGS, "toolchain.config")])
+    assert r.returncode == 1
+    assert "CONFIG_CC_HAS_ASM_GOTO_OUTPUT: requested 'y', got 'n'" in r.stderr
+
+
+def test_unknown_toolchain_is_refused():
+    env = dict(os.environ, TOOLCHAIN="clang")
+    r = run([os.path.join(TOP, "scripts/buildroot.sh"), "run", "true"], env=env)
+    assert r.returncode != 0 and "TOOLCHAIN='clang' is unknown" in r.stderr
 
 
 @pytest.mark.rig
@@ -100,6 +119,43 @@ def test_flavours_built_with_provenance(flavours):
 
 
 @pytest.mark.rig
+def test_flavours_built_by_trixie_gcc14(flavours):
+    """Debian's compiler, from the build root, with asm-goto outputs: the
+    provenance and the config say so, and the vmlinux's own .comment too."""
+    for fl in flavours:
+        p = provenance(fl)
+        assert p["toolchain"].startswith("trixie "), (fl, p["toolchain"])
+        assert re.match(r"gcc \(Debian 1[4-9]\.", p["compiler"]), p["compiler"]
+        assert p["cc_has_asm_goto_output"] == "y", fl
+        cfg = open(os.path.join(kernel_dir(fl), "config")).read()
+        assert "CONFIG_CC_HAS_ASM_GOTO_OUTPUT=y\n" in cfg
+        assert 'CONFIG_CC_VERSION_TEXT="%s"' % p["compiler"] in cfg
+        r = run(["readelf", "-p", ".comment",
+                 os.path.join(kernel_dir(fl), "vmlinux")])
+        assert "GCC: (Debian 1" in r.stdout and "12.2.0" not in r.stdout, \
+            r.stdout[:500]
+
+
+@pytest.mark.rig
+def test_guest_programs_build_clean_in_build_root(tmp_path):
+    """Guest binaries are built with trixie's gcc and glibc: -Wall -Wextra
+    clean there too (-Werror), and linked against glibc 2.41's symbols."""
+    br = os.path.join(TOP, "scripts/buildroot.sh")
+    out = str(tmp_path)
+    r = run([br, "run", "--bind", out, "make", "-s", "-C",
+             os.path.join(TOP, "microbench"), "O=" + out,
+             "USERCFLAGS=-Werror"])
+    assert r.returncode == 0, r.stderr
+    r = run([br, "run", "--bind", out, "gcc", "-O2", "-Wall", "-Wextra",
+             "-Werror", "-o", os.path.join(out, "stress"),
+             os.path.join(TOP, "tests/stress/rseq_op_stress.c"),
+             os.path.join(TOP, "microbench/reg.c"), "-lpthread"])
+    assert r.returncode == 0, r.stderr
+    r = run([br, "run", "gcc", "--version"])
+    assert r.returncode == 0 and "14." in r.stdout.splitlines()[0]
+
+
+@pytest.mark.rig
 def test_ops_built_when_series_exists(flavours):
     if not series_exists(OPS_SERIES):
         pytest.skip("kernel-patch/series has no patches yet: no ops kernel")
@@ -109,10 +165,11 @@ def test_ops_built_when_series_exists(flavours):
 
 @pytest.mark.rig
 def test_requested_symbols_landed(flavours):
-    frag = os.path.join(CONFIGS, "opbench.config")
+    frags = [os.path.join(CONFIGS, f)
+             for f in ("opbench.config", "toolchain.config")]
     for fl in flavours:
         cfg = os.path.join(kernel_dir(fl), "config")
-        r = run([os.path.join(TOP, "scripts/check-config.sh"), cfg, frag])
+        r = run([os.path.join(TOP, "scripts/check-config.sh"), cfg] + frags)
         assert r.returncode == 0, r.stderr
 
 
@@ -148,3 +205,17 @@ def test_debug_profile_merges(tmp_path):
                 "CONFIG_RSEQ_DEBUG_DEFAULT_ENABLE=y",
                 "CONFIG_DETECT_HUNG_TASK=y", "CONFIG_SOFTLOCKUP_DETECTOR=y"):
         assert sym + "\n" in body, sym
+
+
+def test_check_config_later_fragment_wins(tmp_path):
+    """As in merge_config.sh: the debug profile may undo a default line."""
+    a = tmp_path / "a.config"
+    a.write_text("# Help: a\nCONFIG_A=y\nCONFIG_B=y\n")
+    b = tmp_path / "b.config"
+    b.write_text("# Help: b\n# CONFIG_A is not set\n")
+    cfg = tmp_path / "config"
+    cfg.write_text("# CONFIG_A is not set\nCONFIG_B=y\n")
+    chk = os.path.join(TOP, "scripts/check-config.sh")
+    assert run([chk, str(cfg), str(a), str(b)]).returncode == 0
+    r = run([chk, str(cfg), str(b), str(a)])
+    assert r.returncode == 1 and "CONFIG_A: requested 'y', got 'n'" in r.stderr

@@ -1,0 +1,167 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# buildroot.sh - the Debian trixie build root every kernel and guest binary is
+# built in (gcc 14: asm-goto outputs on, as Debian builds its own kernels).
+#
+# Usage: scripts/buildroot.sh path             make it if needed, print its root
+#        scripts/buildroot.sh run [--bind DIR]... [--] CMD [ARG]...
+#                                              run CMD inside it
+#        scripts/buildroot.sh describe          one line: compiler and root key
+# Env:   CACHE_DIR, TOOLCHAIN (trixie, the default; host runs CMD directly on
+#        this machine with its own gcc, for old-against-new comparisons only)
+#
+# The root is `debootstrap --variant=minbase trixie` plus only what a kernel
+# build needs (list below), cached under $CACHE_DIR/buildroot/<recipe hash>/
+# where the hash covers the suite, the package list and the function that
+# makes the root (not the rest of this script); a second run reuses it, and
+# making a new one removes the older ones.
+# The host's packages are not touched. CMD runs under `unshare --mount` and
+# `chroot`, at native speed, with $CACHE_DIR, the project tree and every
+# --bind DIR mounted at the same paths as on the host, so that file names in
+# compile lines, logs and ccache keys are the same inside and out (/tmp too).
+# The mounts
+# vanish with the namespace when CMD exits.
+#
+#   $ scripts/buildroot.sh run -- gcc --version | head -1
+#   gcc (Debian 14.2.0-19) 14.2.0
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+SUITE=trixie
+# What a kernel build (bzImage, headers, BTF) and the guest binaries need.
+PKGS=(gcc libc6-dev make bc flex bison libelf-dev libssl-dev dwarves pkgconf
+	python3 ccache cpio kmod xz-utils zstd lz4 gawk)
+
+make_root() {
+	[ -e "$dir/ready" ] && return 0
+	[ "$(id -u)" -eq 0 ] || die "making the build root needs root (debootstrap, chroot); run as root"
+	command -v debootstrap >/dev/null || die "debootstrap missing; run scripts/deps.sh"
+	mkdir -p "$CACHE_DIR/buildroot"
+	exec 9>"$CACHE_DIR/buildroot/.lock"
+	if ! flock -n 9; then
+		log "another make is creating the build root; waiting for it"
+		flock 9
+	fi
+	if [ -e "$dir/ready" ]; then
+		exec 9>&-
+		return 0
+	fi
+	local t0 tmp pkgs debs
+	t0=$(date +%s)
+	tmp=$dir.tmp
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	pkgs=$(IFS=,; echo "${PKGS[*]}")
+	# Downloaded .debs are kept and shared with the guest image's debootstrap.
+	debs=$CACHE_DIR/debs/$SUITE
+	mkdir -p "$debs"
+	log "making the $SUITE build root (debootstrap, about 2 min; log: $tmp/debootstrap.log)"
+	(
+		while sleep 20 && kill -0 $$ 2>/dev/null; do
+			log "  still making the build root: $(du -sm "$tmp/root" 2>/dev/null | cut -f1) MB, $(fmt_secs $(( $(date +%s) - t0 )))"
+		done
+	) 9>&- &
+	local ticker=$!
+	local rc=0
+	debootstrap --variant=minbase --include="$pkgs" --cache-dir="$debs" \
+		--keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
+		"$SUITE" "$tmp/root" "$(mirror)" >"$tmp/debootstrap.log" 2>&1 || rc=$?
+	kill $ticker 2>/dev/null || true
+	wait $ticker 2>/dev/null || true
+	if [ $rc -ne 0 ]; then
+		tail -20 "$tmp/debootstrap.log" >&2
+		die "debootstrap of the $SUITE build root failed; full log: $tmp/debootstrap.log"
+	fi
+	rm -rf "$tmp/root/var/lib/apt/lists/"* "$tmp/root/var/cache/apt/archives/"*.deb
+	{
+		echo "suite=$SUITE"
+		echo "recipe=$key"
+		echo "packages=$pkgs"
+		echo "made_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+		echo "gcc=$(chroot "$tmp/root" gcc --version | head -1)"
+		echo "pahole=$(chroot "$tmp/root" pahole --version)"
+		echo "glibc=$(chroot "$tmp/root" /usr/bin/ldd --version | head -1 | awk '{print $NF}')"
+	} > "$tmp/provenance"
+	rm -rf "$dir"
+	mv "$tmp" "$dir"
+	touch "$dir/ready"
+	local old
+	for old in "$CACHE_DIR/buildroot/$SUITE"-*; do
+		[ "$old" = "$dir" ] || [ ! -d "$old" ] || rm -rf "$old"
+	done
+	exec 9>&-
+	log "build root ready in $(fmt_secs $(( $(date +%s) - t0 ))): $root"
+}
+
+# The recipe: the suite, the package list and make_root() itself.
+key=$( (echo "$SUITE"; echo "${PKGS[*]}"; declare -f make_root) | sha256sum | cut -c1-16)
+dir=$CACHE_DIR/buildroot/$SUITE-$key
+root=$dir/root
+
+# Run "$@" in the root. Mount points are made inside the root first (mkdir
+# only); everything else about it stays as debootstrap left it.
+run_in_root() {
+	local binds=("$CACHE_DIR" "$TOPDIR")
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--bind) binds+=("$(realpath "$2")"); shift 2 ;;
+		--) shift; break ;;
+		*) break ;;
+		esac
+	done
+	[ $# -gt 0 ] || die "run: no command given"
+	local d
+	for d in "${binds[@]}"; do
+		[ -d "$d" ] || die "run: --bind $d is not a directory"
+		mkdir -p "$root$d"
+	done
+	# Only the settings a build passes down; the host's PATH (and its
+	# python3) stays outside.
+	exec unshare --mount --propagation private -- /bin/bash -c '
+		set -e
+		root=$1; shift
+		n=$1; shift
+		for ((i = 0; i < n; i++)); do
+			mount --bind "$1" "$root$1"; shift
+		done
+		mount -t proc proc "$root/proc"
+		mount --rbind /dev "$root/dev"
+		mount --bind /tmp "$root/tmp"
+		# chroot(1) changes to /: go back to the same directory inside.
+		exec chroot "$root" /usr/bin/env \
+			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+			LC_ALL=C.UTF-8 HOME=/root \
+			/bin/sh -c '\''cd "$0" 2>/dev/null || cd /; exec "$@"'\'' "$PWD" "$@"' \
+		_ "$root" "${#binds[@]}" "${binds[@]}" "$@"
+}
+
+toolchain=${TOOLCHAIN:-trixie}
+case "${1:-}" in
+path)
+	[ "$toolchain" = trixie ] || die "TOOLCHAIN=$toolchain has no build root"
+	make_root
+	echo "$root"
+	;;
+run)
+	shift
+	if [ "$toolchain" = host ]; then
+		while [ "${1:-}" = --bind ]; do shift 2; done
+		[ "${1:-}" != -- ] || shift
+		exec "$@"
+	fi
+	[ "$toolchain" = trixie ] || die "TOOLCHAIN='$toolchain' is unknown; use trixie (the default) or host"
+	make_root
+	run_in_root "$@"
+	;;
+describe)
+	if [ "$toolchain" = host ]; then
+		echo "host $(gcc --version | head -1)"
+	else
+		make_root
+		echo "$SUITE-$key $(sed -n 's/^gcc=//p' "$dir/provenance")"
+	fi
+	;;
+*)
+	die "usage: buildroot.sh path | run [--bind DIR]... [--] CMD... | describe"
+	;;
+esac
