@@ -52,7 +52,9 @@ out=${RESULTS_ROOT:-$TOPDIR/results}/$(date -u +%Y%m%dT%H%M%SZ)-${LABEL:-$profil
 [ ! -e "$out" ] || die "$out exists; wait a second and run again"
 mkdir -p "$out"
 img=$("$TOPDIR/vm-images/build-rootfs.sh")
-make -s -C "$TOPDIR/microbench" O="$out" >/dev/null
+# Against the guest's glibc (2.41: its rseq area is v2), in the build root.
+in_buildroot --bind "$out" make -s -C "$TOPDIR/microbench" O="$out" >/dev/null ||
+	die "cannot build microbench/opbench in the build root"
 {
 	echo "profile=$profile"
 	echo "accel_requested=$accel"

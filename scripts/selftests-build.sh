@@ -3,6 +3,7 @@
 # selftests-build.sh - build the rseq selftests of a flavour, for its guest.
 #
 # Usage: scripts/selftests-build.sh FLAVOUR DEST
+# Everything is built in the trixie build root, against the guest's glibc.
 # Builds tools/testing/selftests/rseq from FLAVOUR's worktree against
 # FLAVOUR's exported headers into DEST/, plus rseq_op_test from our series
 # (built standalone, so that it also runs against any flavour with the same
@@ -15,8 +16,8 @@ dest=${2:?usage: selftests-build.sh FLAVOUR DEST}
 kdir=$("$TOPDIR/scripts/kernel-path.sh" "$flavour")
 [ -f "$kdir/provenance" ] || die "flavour '$flavour' is not built: make kernel FLAVOUR=$flavour"
 srcver=$(sed -n 's/^source_version=//p' "$kdir/provenance")
-wt=$CACHE_DIR/build/$srcver/$PROFILE/$flavour
-opswt=$CACHE_DIR/build/$srcver/$PROFILE/ops
+wt=$CACHE_DIR/build/$srcver/$(toolchain_dir)/$flavour
+opswt=$CACHE_DIR/build/$srcver/$(toolchain_dir)/ops
 st=$wt/tools/testing/selftests/rseq
 mkdir -p "$dest"
 dest=$(realpath "$dest")
@@ -28,7 +29,7 @@ progs="librseq.so basic_test basic_percpu_ops_test param_test param_test_compare
 	legacy_check check_optimized"
 targets=$(for p in $progs; do printf '%s/%s ' "$dest" "$p"; done)
 # shellcheck disable=SC2086
-if make -s -C "$st" OUTPUT="$dest" KHDR_INCLUDES="-isystem $kdir/headers" \
+if in_buildroot --bind "$dest" make -s -C "$st" OUTPUT="$dest" KHDR_INCLUDES="-isystem $kdir/headers" \
 	$targets >"$dest/build.log" 2>&1; then
 	cp "$st"/run_*.sh "$st/settings" "$dest/"
 elif [ "$flavour" = ops ] || [ "$flavour" = baseline ]; then
@@ -41,14 +42,14 @@ fi
 
 optest=$opswt/tools/testing/selftests/rseq/rseq_op_test.c
 if [ -f "$optest" ]; then
-	gcc -O2 -Wall -g -isystem "$kdir/headers" -I "$opswt/tools/testing/selftests" \
+	in_buildroot --bind "$dest" gcc -O2 -Wall -g -isystem "$kdir/headers" -I "$opswt/tools/testing/selftests" \
 		-o "$dest/rseq_op_test" "$optest" -lpthread 2>>"$dest/build.log" ||
 		die "rseq_op_test failed to build against $flavour's headers; log: $dest/build.log"
 	cp "$opswt/tools/testing/selftests/rseq/run_rseq_op_test.sh" "$dest/"
 else
 	log "[$flavour] no ops worktree with rseq_op_test.c yet: build 'ops' first"
 fi
-gcc -O2 -Wall -Wextra -shared -fPIC -isystem "$kdir/headers" \
+in_buildroot --bind "$dest" gcc -O2 -Wall -Wextra -shared -fPIC -isystem "$kdir/headers" \
 	-o "$dest/rseq_op_preload.so" "$TOPDIR/tests/guest/rseq_op_preload.c" -ldl \
 	2>>"$dest/build.log" || die "rseq_op_preload.so failed to build; log: $dest/build.log"
 cp "$TOPDIR/tests/guest/selftests.sh" "$dest/"

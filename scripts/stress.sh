@@ -30,8 +30,10 @@ img=$("$TOPDIR/vm-images/build-rootfs.sh")
 out=${RESULTS_ROOT:-$TOPDIR/results}/$(date -u +%Y%m%dT%H%M%SZ)-stress-$PROFILE-${secs}s
 [ ! -e "$out" ] || die "$out exists; wait a second and run again"
 mkdir -p "$out"
-gcc -O2 -g -Wall -Wextra -o "$out/rseq_op_stress" \
-	"$TOPDIR/tests/stress/rseq_op_stress.c" "$TOPDIR/microbench/reg.c" -lpthread
+# Built against the guest's glibc, in the trixie build root.
+in_buildroot --bind "$out" gcc -O2 -g -Wall -Wextra -o "$out/rseq_op_stress" \
+	"$TOPDIR/tests/stress/rseq_op_stress.c" "$TOPDIR/microbench/reg.c" -lpthread ||
+	die "cannot build the stress program (tests/stress/rseq_op_stress.c)"
 cp "$kdir/provenance" "$out/kernel-provenance"
 cat > "$out/guest-stress.sh" <<EOF
 #!/bin/sh

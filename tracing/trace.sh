@@ -64,10 +64,13 @@ out=${RESULTS_ROOT:-$TOPDIR/results}/$(date -u +%Y%m%dT%H%M%SZ)-trace-$label
 [ ! -e "$out" ] || die "$out exists; wait a second and run again"
 mkdir -p "$out"
 img=$("$TOPDIR/vm-images/build-rootfs.sh")
-make -s -C "$TOPDIR/microbench" O="$out/bin" \
-	USERCFLAGS=-fno-omit-frame-pointer >/dev/null
-gcc -O2 -g -fno-omit-frame-pointer -Wall -Wextra -o "$out/bin/prime-signals" \
-	"$tdir/prime-signals.c"
+# Guest binaries are built against the guest's glibc, in the trixie build root.
+mkdir -p "$out/bin"
+in_buildroot --bind "$out" make -s -C "$TOPDIR/microbench" O="$out/bin" \
+	USERCFLAGS=-fno-omit-frame-pointer >/dev/null || die "cannot build microbench/opbench"
+in_buildroot --bind "$out" gcc -O2 -g -fno-omit-frame-pointer -Wall -Wextra \
+	-o "$out/bin/prime-signals" "$tdir/prime-signals.c" ||
+	die "cannot build tracing/prime-signals.c"
 echo "# host: $0 $mode $flavour $*" > "$out/commands.txt"
 echo "# ACCEL=$accel LOOPS=$loops SAMPLES=$samples FREQ=$freq SECONDS_TRACED=$secs" >> "$out/commands.txt"
 
