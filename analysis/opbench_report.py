@@ -52,6 +52,19 @@ def field(name, value):
                          break_on_hyphens=False) or ["%-12s-" % name]
 
 
+def compiler_line(k):
+    """The compiler a kernel was built with, and whether asm goto with
+    outputs was on: without it every unsafe_get_user() on the exit path
+    carries an error register, a test and a branch."""
+    goto = {"y": "on", "n": "OFF"}.get(k.get("cc_has_asm_goto_output"),
+                                       "not recorded")
+    tc = k.get("toolchain", "").split(" ")
+    where = {"trixie": "; build root %s" % tc[1] if len(tc) > 1 else "",
+             "host": "; the host's own compiler"}.get(tc[0], "")
+    return "%s; asm goto outputs %s (CONFIG_CC_HAS_ASM_GOTO_OUTPUT)%s" % (
+        k.get("compiler", "?"), goto, where)
+
+
 def header(run, a):
     p = run["provenance"]
     boots = run["boots"]
@@ -64,15 +77,14 @@ def header(run, a):
     lines += field("Run", "profile %s; %d boots in order %s; %s" % (
         p.get("profile", "?"), len(boots),
         " ".join(b["flavour"] for b in boots), p.get("ops", "")))
-    lines += field("Kernel", "%s %s, %s; preempt=%s, mitigations=%s, "
+    lines += field("Kernel", "%s %s; preempt=%s, mitigations=%s, "
                    "config %s (%s)" % (
                        k.get("source_package", "?"),
                        k.get("source_version", "?"),
-                       k.get("compiler", "?").split(" (")[0] + " " +
-                       k.get("compiler", "").split(")")[-1].strip(),
                        k.get("preempt", "?"), k.get("mitigations", "?"),
                        k.get("config_hash", "?"),
                        k.get("config_fragments", "?")))
+    lines += field("Compiler", compiler_line(k))
     seen = set()
     for b in boots:
         fl = b["flavour"]
@@ -87,6 +99,11 @@ def header(run, a):
         lines += field("Flavour" if len(seen) == 1 else "",
                        "%-9s %s, %s" % (fl, kk.get("kernel_release", "?"),
                                         series))
+    compilers = {compiler_line(b["kernel"]) for b in boots if b["kernel"]}
+    if len(compilers) > 1:
+        lines += field("WARNING", "the flavours were built with different "
+                       "compilers (%s): differences between them are not "
+                       "the series' alone" % " / ".join(sorted(compilers)))
     configs = {b["kernel"].get("config_hash") for b in boots}
     if len(configs) > 1:
         lines += field("WARNING", "the flavours were built with different "

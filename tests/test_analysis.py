@@ -268,3 +268,28 @@ def test_notebook_runs_headless(tmp_path):
     assert "Difference at 95% confidence" in text
     assert re.search(r"switch +ops +per-switch .*b/walk = 45\.2", text)
     assert len(images) >= 4
+
+
+def test_report_names_compiler_and_asm_goto():
+    """The header says which compiler built the kernels and whether asm
+    goto outputs were on, and warns when flavours differ in it."""
+    line = opbench_report.compiler_line({
+        "compiler": "gcc (Debian 14.2.0-19) 14.2.0",
+        "cc_has_asm_goto_output": "y",
+        "toolchain": "trixie trixie-0123 gcc (Debian 14.2.0-19) 14.2.0"})
+    assert line.startswith("gcc (Debian 14.2.0-19) 14.2.0; asm goto outputs on")
+    assert "build root trixie-0123" in line
+    old = opbench_report.compiler_line({"compiler": "gcc (Debian 12.2.0-14) 12.2.0",
+                                "cc_has_asm_goto_output": "n",
+                                "toolchain": "host gcc (Debian 12.2.0-14)"})
+    assert "asm goto outputs OFF" in old and "host's own compiler" in old
+    assert "not recorded" in opbench_report.compiler_line({"compiler": "gcc"})
+
+
+def test_report_warns_on_mixed_compilers(tmp_path):
+    run = opbench_data.load(synthetic(tmp_path))
+    k = next(b["kernel"] for b in run["boots"] if b["flavour"] == "ops")
+    k.update({"compiler": "gcc (Debian 12.2.0-14) 12.2.0",
+              "cc_has_asm_goto_output": "n"})
+    text = opbench_report.render(run, opbench_data.analyse(run))
+    assert "different compilers" in text

@@ -100,7 +100,10 @@ def main():
                     "series_hash=%s\nseries_patches=%s\n"
                     "config_hash=42b266868f7f4dd7\n"
                     "config_fragments=opbench.config\n"
-                    "compiler=gcc (Debian 12.2.0-14) 12.2.0\npreempt=full\n"
+                    "toolchain=trixie trixie-0123456789abcdef gcc "
+                    "(Debian 14.2.0-19) 14.2.0\n"
+                    "compiler=gcc (Debian 14.2.0-19) 14.2.0\n"
+                    "cc_has_asm_goto_output=y\npreempt=full\n"
                     "mitigations=on\n" % (
                         fl, fl, "70c40deeb4d55747" if fl == "ops" else "none",
                         "5" if fl == "ops" else "0"))
