@@ -58,8 +58,7 @@ static void *competitor(void *arg)
 	struct thread_ops to;
 	int seen = 0, go;
 
-	pin_self(c->ctx->cpu);
-	if (thread_setup(c->ctx, &to)) {
+	if (pin_or_complain(c->ctx, c->ctx->cpu) || thread_setup(c->ctx, &to)) {
 		__atomic_store_n(&c->state, -1, __ATOMIC_RELEASE);
 		return NULL;
 	}
@@ -89,7 +88,8 @@ int bench_preempt(struct bench_ctx *ctx)
 	long seen = -1, before, work;
 	int ret;
 
-	pin_self(ctx->cpu);
+	if (pin_or_complain(ctx, ctx->cpu))
+		return 1;
 	ret = thread_setup(ctx, &to);
 	if (ret)
 		return ret < 0;

@@ -23,7 +23,8 @@ int bench_signal(struct bench_ctx *ctx)
 	long seen;
 	int ret;
 
-	pin_self(ctx->cpu);
+	if (pin_or_complain(ctx, ctx->cpu))
+		return 1;
 	ret = thread_setup(ctx, &to);
 	if (ret)
 		return ret < 0;

@@ -25,8 +25,7 @@ static void *partner_fn(void *arg)
 	struct partner *p = arg;
 	struct thread_ops to;
 
-	pin_self(p->ctx->cpu);
-	if (thread_setup(p->ctx, &to)) {
+	if (pin_or_complain(p->ctx, p->ctx->cpu) || thread_setup(p->ctx, &to)) {
 		__atomic_store_n(&p->state, -1, __ATOMIC_RELEASE);
 		return NULL;
 	}
@@ -45,7 +44,9 @@ int bench_switch(struct bench_ctx *ctx)
 	long seen = -1, sw;
 	int ret, attempt;
 
-	pin_self(ctx->cpu);
+	/* Both threads on one CPU, or the yields are not switches. */
+	if (pin_or_complain(ctx, ctx->cpu))
+		return 1;
 	ret = thread_setup(ctx, &to);
 	if (ret)
 		return ret < 0;

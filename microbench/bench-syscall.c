@@ -21,7 +21,8 @@ int bench_syscall(struct bench_ctx *ctx)
 	long seen, sw;
 	int ret, attempt;
 
-	pin_self(ctx->cpu);
+	if (pin_or_complain(ctx, ctx->cpu))
+		return 1;
 	ret = thread_setup(ctx, &to);
 	if (ret)
 		return ret < 0;

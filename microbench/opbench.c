@@ -72,6 +72,21 @@ int pin_self(int cpu)
 	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
 }
 
+/*
+ * Pin the calling thread for a benchmark that means nothing unpinned (two
+ * threads that must share a CPU, a loop that must not migrate); say which
+ * CPU could not be had.
+ */
+int pin_or_complain(const struct bench_ctx *ctx, int cpu)
+{
+	int ret = pin_self(cpu);
+
+	if (ret)
+		fprintf(stderr, "opbench: %s: cannot pin to CPU %d: %s (see --cpu)\n",
+			ctx->bench, cpu, strerror(-ret));
+	return ret;
+}
+
 long nr_switches(void)
 {
 	struct rusage ru;

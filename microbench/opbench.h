@@ -72,6 +72,7 @@ void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 double now_ns(void);
 double sample_start(struct bench_ctx *ctx);
 int pin_self(int cpu);
+int pin_or_complain(const struct bench_ctx *ctx, int cpu);
 int thread_setup(struct bench_ctx *ctx, struct thread_ops *to);
 long nr_switches(void);
 

@@ -61,6 +61,18 @@ def test_bad_arguments_are_named(opbench, args, msg):
     assert msg in r.stderr
 
 
+@pytest.mark.parametrize("bench", ["syscall", "switch", "signal", "preempt"])
+def test_unpinnable_cpu_fails_by_name(opbench, bench):
+    """A benchmark that cannot pin its threads stops with an error naming
+    the CPU instead of measuring something else."""
+    cpu = os.cpu_count() + 60
+    r = run(opbench, "-n", "0", "-l", "10", "-s", "1", "-w", "0",
+            "--cpu", str(cpu), bench)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "%s: cannot pin to CPU %d" % (bench, cpu) in r.stderr
+    assert '"kind":"sample"' not in r.stdout.replace(" ", "")
+
+
 def test_records_on_host(opbench):
     """N=0 measures anywhere; N=1 on a kernel without RSEQ operations gives
     a clean 'unsupported' record, not a crash."""
