@@ -293,3 +293,28 @@ def test_report_warns_on_mixed_compilers(tmp_path):
               "cc_has_asm_goto_output": "n"})
     text = opbench_report.render(run, opbench_data.analyse(run))
     assert "different compilers" in text
+
+
+def test_walker_loops_finds_the_loop(tmp_path):
+    """A known loop: head, back edge and counts from gcc's own output."""
+    src = tmp_path / "lp.c"
+    src.write_text("struct n { struct n *next; long v; };\n"
+                   "long walk(struct n *p, long *d)\n"
+                   "{ long s = 0; while (p) { s += p->v; *d = 0;"
+                   " p = p->next; } return s; }\n")
+    obj = str(tmp_path / "lp.o")
+    r = subprocess.run(["gcc", "-O2", "-c", str(src), "-o", obj],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    tool = os.path.join(TOP, "analysis", "walker_loops.py")
+    r = subprocess.run([sys.executable, tool, obj, "walk"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    row = r.stdout.splitlines()[1].split()
+    # add (load), mov (load: p->next), movq (store), test, jne: at least the
+    # two loads, the store and the back edge.
+    assert row[0] == "walk" and 4 <= int(row[2]) <= 8, r.stdout
+    assert int(row[3]) >= 1 and int(row[4]) == 1, r.stdout
+    r = subprocess.run([sys.executable, tool, obj, "nosuch"],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "no function 'nosuch'" in r.stderr
