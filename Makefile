@@ -74,8 +74,8 @@ source: deps
 
 config: source
 	$(Q)scripts/kernel-config.sh "$$(scripts/kernel-source.sh)" \
-		"$(CACHE_DIR)/merged-$(PROFILE).config" && \
-		echo "config: $(CACHE_DIR)/merged-$(PROFILE).config"
+		"$(CACHE_DIR)/merged-$(TOOLCHAIN)-$(PROFILE).config" && \
+		echo "config: $(CACHE_DIR)/merged-$(TOOLCHAIN)-$(PROFILE).config"
 
 kernels: source
 	$(Q)scripts/kernels.sh $(FLAVOURS)

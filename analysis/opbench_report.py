@@ -99,11 +99,17 @@ def header(run, a):
         lines += field("Flavour" if len(seen) == 1 else "",
                        "%-9s %s, %s" % (fl, kk.get("kernel_release", "?"),
                                         series))
-    compilers = {compiler_line(b["kernel"]) for b in boots if b["kernel"]}
+    # The compiler and asm goto, not the build root's key: a re-made root
+    # with the same gcc is the same compiler.
+    compilers = {(b["kernel"].get("compiler", "?"),
+                  b["kernel"].get("cc_has_asm_goto_output", "?"))
+                 for b in boots if b["kernel"]}
     if len(compilers) > 1:
         lines += field("WARNING", "the flavours were built with different "
                        "compilers (%s): differences between them are not "
-                       "the series' alone" % " / ".join(sorted(compilers)))
+                       "the series' alone" % " / ".join(
+                           "%s, asm goto outputs %s" % c
+                           for c in sorted(compilers)))
     configs = {b["kernel"].get("config_hash") for b in boots}
     if len(configs) > 1:
         lines += field("WARNING", "the flavours were built with different "

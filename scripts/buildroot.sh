@@ -28,6 +28,11 @@ set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
 SUITE=trixie
+# Guest binaries are built here against this suite's glibc: the guest must
+# run the same suite (vm-images/build-rootfs.sh, GUEST_SUITE).
+if [ -n "${GUEST_SUITE:-}" ] && [ "$GUEST_SUITE" != "$SUITE" ]; then
+	die "GUEST_SUITE=$GUEST_SUITE, but guest binaries are built in a $SUITE root against its glibc; use GUEST_SUITE=$SUITE"
+fi
 # What a kernel build (bzImage, headers, BTF) and the guest binaries need.
 PKGS=(gcc libc6-dev make bc flex bison libelf-dev libssl-dev dwarves pkgconf
 	python3 ccache cpio kmod xz-utils zstd lz4 gawk)
@@ -60,10 +65,10 @@ make_root() {
 		while sleep 20 && kill -0 $$ 2>/dev/null; do
 			log "  still making the build root: $(du -sm "$tmp/root" 2>/dev/null | cut -f1) MB, $(fmt_secs $(( $(date +%s) - t0 )))"
 		done
-	) 9>&- &
+	) 9>&- >/dev/null &
 	local ticker=$!
 	local rc=0
-	debootstrap --variant=minbase --include="$pkgs" --cache-dir="$debs" \
+	flock "$debs/.lock" debootstrap --variant=minbase --include="$pkgs" --cache-dir="$debs" \
 		--keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
 		"$SUITE" "$tmp/root" "$(mirror)" >"$tmp/debootstrap.log" 2>&1 || rc=$?
 	kill $ticker 2>/dev/null || true
@@ -104,7 +109,7 @@ run_in_root() {
 	local binds=("$CACHE_DIR" "$TOPDIR")
 	while [ $# -gt 0 ]; do
 		case $1 in
-		--bind) binds+=("$(realpath "$2")"); shift 2 ;;
+		--bind) binds+=("$(cd "$2" 2>/dev/null && pwd || echo "$2")"); shift 2 ;;
 		--) shift; break ;;
 		*) break ;;
 		esac

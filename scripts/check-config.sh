@@ -14,7 +14,8 @@ bad=0
 want() {	# symbol and value the fragments ask for; "n" for "is not set"
 	sed -n -e 's/^\(CONFIG_[A-Za-z0-9_]*\)=\(.*\)$/\1 \2/p' \
 		-e 's/^# \(CONFIG_[A-Za-z0-9_]*\) is not set$/\1 n/p' "$@" |
-		awk '!($1 in v) { order[n++] = $1 } { v[$1] = $2 }
+		awk '{ s = $1; sub(/^[^ ]+ /, "") }
+			!(s in v) { order[n++] = s } { v[s] = $0 }
 			END { for (i = 0; i < n; i++) print order[i], v[order[i]] }'
 }
 while read -r sym val; do

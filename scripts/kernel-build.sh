@@ -66,6 +66,7 @@ else
 	series_hash=none
 fi
 
+fragments >/dev/null	# an unknown PROFILE fails here, before any work
 src=$("$TOPDIR/scripts/kernel-source.sh")
 srcver=$(cat "$src/.git/rseq-opbench-version")
 base=$CACHE_DIR/build/$srcver/$(toolchain_dir)
@@ -153,7 +154,7 @@ tb=$(date +%s)
 		n=$(grep -c '^  CC' "$buildlog" 2>/dev/null || true)
 		log "[$flavour] still building: $n compiles, $(fmt_secs $(( $(date +%s) - tb )))"
 	done
-) 8>&- &
+) 8>&- >/dev/null &
 ticker=$!
 trap 'kill $ticker 2>/dev/null || true' EXIT
 rc=0

@@ -7,4 +7,5 @@
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 src=$("$TOPDIR/scripts/kernel-source.sh")
-echo "$CACHE_DIR/kernels/$(cat "$src/.git/rseq-opbench-version")/$(toolchain_dir)/${1:?usage: kernel-path.sh FLAVOUR}"
+tc=$(toolchain_dir)
+echo "$CACHE_DIR/kernels/$(cat "$src/.git/rseq-opbench-version")/$tc/${1:?usage: kernel-path.sh FLAVOUR}"

@@ -121,7 +121,7 @@ def test_flavours_built_with_provenance(flavours):
 @pytest.mark.rig
 def test_flavours_built_by_trixie_gcc14(flavours):
     """Debian's compiler, from the build root, with asm-goto outputs: the
-    provenance and the config say so, and the vmlinux's own .comment too."""
+    config says so, and the vmlinux's own .comment names the compiler."""
     for fl in flavours:
         p = provenance(fl)
         assert p["toolchain"].startswith("trixie "), (fl, p["toolchain"])
@@ -129,7 +129,6 @@ def test_flavours_built_by_trixie_gcc14(flavours):
         assert p["cc_has_asm_goto_output"] == "y", fl
         cfg = open(os.path.join(kernel_dir(fl), "config")).read()
         assert "CONFIG_CC_HAS_ASM_GOTO_OUTPUT=y\n" in cfg
-        assert 'CONFIG_CC_VERSION_TEXT="%s"' % p["compiler"] in cfg
         r = run(["readelf", "-p", ".comment",
                  os.path.join(kernel_dir(fl), "vmlinux")])
         assert "GCC: (Debian 1" in r.stdout and "12.2.0" not in r.stdout, \
@@ -138,8 +137,8 @@ def test_flavours_built_by_trixie_gcc14(flavours):
 
 @pytest.mark.rig
 def test_guest_programs_build_clean_in_build_root(tmp_path):
-    """Guest binaries are built with trixie's gcc and glibc: -Wall -Wextra
-    clean there too (-Werror), and linked against glibc 2.41's symbols."""
+    """Guest binaries are built with trixie's gcc: -Wall -Wextra clean
+    there too (-Werror), and the binary says which gcc made it."""
     br = os.path.join(TOP, "scripts/buildroot.sh")
     out = str(tmp_path)
     r = run([br, "run", "--bind", out, "make", "-s", "-C",
@@ -151,8 +150,8 @@ def test_guest_programs_build_clean_in_build_root(tmp_path):
              os.path.join(TOP, "tests/stress/rseq_op_stress.c"),
              os.path.join(TOP, "microbench/reg.c"), "-lpthread"])
     assert r.returncode == 0, r.stderr
-    r = run([br, "run", "gcc", "--version"])
-    assert r.returncode == 0 and "14." in r.stdout.splitlines()[0]
+    r = run(["readelf", "-p", ".comment", os.path.join(out, "opbench")])
+    assert "GCC: (Debian 14." in r.stdout, r.stdout
 
 
 @pytest.mark.rig

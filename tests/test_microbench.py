@@ -30,6 +30,19 @@ def opbench(tmp_path_factory):
     return str(out / "opbench")
 
 
+@pytest.fixture(scope="module")
+def guest_opbench(tmp_path_factory):
+    """opbench as the guest gets it: built in the trixie build root."""
+    out = str(tmp_path_factory.mktemp("mbguest"))
+    r = subprocess.run([os.path.join(TOP, "scripts", "buildroot.sh"), "run",
+                        "--bind", out, "make", "-s", "-C",
+                        os.path.join(TOP, "microbench"), "O=%s" % out,
+                        "USERCFLAGS=-Werror"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return os.path.join(out, "opbench")
+
+
 def run(opbench, *args):
     return subprocess.run([opbench, "-q"] + list(args), capture_output=True,
                           text=True, timeout=120)
@@ -119,11 +132,11 @@ def guest(opbench, flavour, image, tmp_path, *args):
 
 
 @pytest.mark.rig
-def test_gate_passes_on_ops(opbench, flavours, image, tmp_path):
+def test_gate_passes_on_ops(guest_opbench, flavours, image, tmp_path):
     if "ops" not in flavours:
         pytest.skip("no ops kernel yet")
-    r, recs = guest(opbench, "ops", image, tmp_path, "-n", "0,1", "-l", "200",
-                    "-s", "2", "-w", "1", "all")
+    r, recs = guest(guest_opbench, "ops", image, tmp_path, "-n", "0,1",
+                    "-l", "200", "-s", "2", "-w", "1", "all")
     assert r.returncode == 0, r.stderr + r.stdout
     gates = [x for x in recs if x["kind"] == "gate"]
     assert len(gates) == 12      # syscall has two checks; 2 x (4 + 2)
@@ -135,11 +148,12 @@ def test_gate_passes_on_ops(opbench, flavours, image, tmp_path):
 
 
 @pytest.mark.rig
-def test_gate_fails_without_registration(opbench, flavours, image, tmp_path):
+def test_gate_fails_without_registration(guest_opbench, flavours, image,
+                                         tmp_path):
     if "ops" not in flavours:
         pytest.skip("no ops kernel yet")
-    r, recs = guest(opbench, "ops", image, tmp_path, "--no-ops", "-n", "1",
-                    "-l", "100", "-s", "1", "-w", "0", "all")
+    r, recs = guest(guest_opbench, "ops", image, tmp_path, "--no-ops",
+                    "-n", "1", "-l", "100", "-s", "1", "-w", "0", "all")
     assert r.returncode == 1, r.stderr + r.stdout
     gates = {(g["bench"], g["check"]): g["valid"] for g in recs
              if g["kind"] == "gate"}
@@ -150,8 +164,8 @@ def test_gate_fails_without_registration(opbench, flavours, image, tmp_path):
 
 
 @pytest.mark.rig
-def test_baseline_unsupported_not_crash(opbench, image, tmp_path):
-    r, recs = guest(opbench, "baseline", image, tmp_path, "-n", "0,1",
+def test_baseline_unsupported_not_crash(guest_opbench, image, tmp_path):
+    r, recs = guest(guest_opbench, "baseline", image, tmp_path, "-n", "0,1",
                     "-l", "100", "-s", "1", "-w", "0", "syscall")
     assert r.returncode == 0, r.stderr + r.stdout
     kinds = [(x["kind"], x["nr_ops"]) for x in recs]

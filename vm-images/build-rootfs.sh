@@ -34,7 +34,8 @@ mkdir -p "$tmp"
 log "debootstrap $suite ($pkgs) into $tmp/root (log: $tmp/debootstrap.log)"
 # The .debs are shared with the build root's debootstrap (scripts/buildroot.sh).
 mkdir -p "$CACHE_DIR/debs/$suite"
-if ! debootstrap --variant=minbase --include="$pkgs" --cache-dir="$CACHE_DIR/debs/$suite" \
+if ! flock "$CACHE_DIR/debs/$suite/.lock" debootstrap --variant=minbase --include="$pkgs" \
+	--cache-dir="$CACHE_DIR/debs/$suite" \
 	--keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
 	"$suite" "$tmp/root" "$(mirror)" >"$tmp/debootstrap.log" 2>&1; then
 	tail -20 "$tmp/debootstrap.log" >&2
