@@ -13,8 +13,8 @@
 # The root is `debootstrap --variant=minbase trixie` plus only what a kernel
 # build needs (list below), cached under $CACHE_DIR/buildroot/<recipe hash>/
 # where the hash covers the suite, the package list and the function that
-# makes the root (not the rest of this script); a second run reuses it, and
-# making a new one removes the older ones.
+# makes the root (not the rest of this script); a second run reuses it.
+# Older roots are left alone: another checkout may be building in one.
 # The host's packages are not touched. CMD runs under `unshare --mount` and
 # `chroot`, at native speed, with $CACHE_DIR, the project tree and every
 # --bind DIR mounted at the same paths as on the host, so that file names in
@@ -90,10 +90,6 @@ make_root() {
 	rm -rf "$dir"
 	mv "$tmp" "$dir"
 	touch "$dir/ready"
-	local old
-	for old in "$CACHE_DIR/buildroot/$SUITE"-*; do
-		[ "$old" = "$dir" ] || [ ! -d "$old" ] || rm -rf "$old"
-	done
 	exec 9>&-
 	log "build root ready in $(fmt_secs $(( $(date +%s) - t0 ))): $root"
 }
