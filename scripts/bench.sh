@@ -90,7 +90,7 @@ for i in "${!order[@]}"; do
 		--share "$d" --accel "$accel" --timeout "${BOOT_TIMEOUT:-5400}" \
 		--console-log "$d/console.log" --record "$d/vm.json" \
 		-- env OPS="$OPS" LOOPS="$LOOPS" SAMPLES="$SAMPLES" WARMUP="$WARMUP" \
-		BENCHES="$BENCHES" TYPES="$TYPES" ./guest-bench.sh > "$d/guest-stdout.txt" || st=$?
+		BENCHES="$BENCHES" TYPES="$TYPES" EXTRA="-f $f ${EXTRA:-}" ./guest-bench.sh > "$d/guest-stdout.txt" || st=$?
 	case $st in
 	0) ;;
 	3) log "[boot $((i + 1))/$n] $f: correctness gates FAILED for some cells; they are recorded as invalid (see $d/opbench.log)" ;;

@@ -33,6 +33,17 @@ toolchain_dir() {
 	esac
 }
 
+# A flavour may name its toolchain: "ops@host" is ops built with the host's
+# gcc, beside "ops" from the build root, for old-against-new comparisons.
+# Sets FLAVOUR_NAME and FLAVOUR_TOOLCHAIN from "$1".
+split_flavour() {
+	FLAVOUR_NAME=${1%@*}
+	FLAVOUR_TOOLCHAIN=$TOOLCHAIN
+	[ "$FLAVOUR_NAME" = "$1" ] || FLAVOUR_TOOLCHAIN=${1##*@}
+	[[ "$FLAVOUR_NAME" =~ ^[A-Za-z0-9_-]+$ ]] ||
+		die "flavour name '$FLAVOUR_NAME' may only hold letters, digits, - and _"
+}
+
 # Config fragments of the current profile, in merge order.
 fragments() {
 	echo "$TOPDIR/kernel-patch/configs/opbench.config"

@@ -218,3 +218,13 @@ def test_check_config_later_fragment_wins(tmp_path):
     assert run([chk, str(cfg), str(a), str(b)]).returncode == 0
     r = run([chk, str(cfg), str(b), str(a)])
     assert r.returncode == 1 and "CONFIG_A: requested 'y', got 'n'" in r.stderr
+
+
+@pytest.mark.rig
+def test_flavour_names_its_toolchain():
+    """ops@host is ops built with the host's gcc, in a slot of its own."""
+    assert kernel_dir("ops").endswith("/trixie/default/ops")
+    assert kernel_dir("ops@host").endswith("/host/default/ops")
+    assert kernel_dir("ops", "debug").endswith("/trixie/debug/ops")
+    r = run([os.path.join(TOP, "scripts/kernel-path.sh"), "a/b@host"])
+    assert r.returncode != 0 and "may only hold" in r.stderr
