@@ -95,7 +95,7 @@ test-host: deps
 
 test: deps kernels image
 	$(Q)PROFILE=debug scripts/kernels.sh ops
-	$(Q)$(PYTHON) -m pytest -q $(PYTEST_V) tests/
+	$(Q)$(PYTHON) -m pytest -q $(PYTEST_V) --durations=15 tests/
 
 stress: deps image
 	$(Q)PROFILE=debug scripts/kernels.sh ops
