@@ -17,7 +17,7 @@ Example (ops, gcc 14):
 
     $ analysis/walker_loops.py vmlinux rseq_ops_apply
     function        loop                 insns  loads  cond-br  stac/clac
-    rseq_ops_apply  +0x60..+0xd8            31      5        8          0
+    rseq_ops_apply  +0x45..+0xaf            31      5        7          0
 
 A loop is a backward jump (conditional or not) inside the function: its
 head is the jump's target, its body every instruction from the head to the
