@@ -38,6 +38,7 @@ toolchain_dir() {
 # Sets FLAVOUR_NAME and FLAVOUR_TOOLCHAIN from "$1".
 split_flavour() {
 	FLAVOUR_NAME=${1%@*}
+	# shellcheck disable=SC2034 # read by the caller
 	FLAVOUR_TOOLCHAIN=$TOOLCHAIN
 	[ "$FLAVOUR_NAME" = "$1" ] || FLAVOUR_TOOLCHAIN=${1##*@}
 	[[ "$FLAVOUR_NAME" =~ ^[A-Za-z0-9_-]+$ ]] ||
