@@ -36,9 +36,9 @@ toolchain_dir() {
 # A flavour may name its toolchain: "ops@host" is ops built with the host's
 # gcc, beside "ops" from the build root, for old-against-new comparisons.
 # Sets FLAVOUR_NAME and FLAVOUR_TOOLCHAIN from "$1".
+# shellcheck disable=SC2034 # FLAVOUR_* are read by the caller
 split_flavour() {
 	FLAVOUR_NAME=${1%@*}
-	# shellcheck disable=SC2034 # read by the caller
 	FLAVOUR_TOOLCHAIN=$TOOLCHAIN
 	[ "$FLAVOUR_NAME" = "$1" ] || FLAVOUR_TOOLCHAIN=${1##*@}
 	[[ "$FLAVOUR_NAME" =~ ^[A-Za-z0-9_-]+$ ]] ||
