@@ -20,9 +20,7 @@ srcver=$(cat "$src/.git/rseq-opbench-version")
 wt=$CACHE_DIR/build/$srcver/$TOOLCHAIN/check-series
 objs="kernel/rseq.o kernel/sys.o kernel/entry/common.o kernel/sched/core.o
 	kernel/fork.o kernel/signal.o fs/exec.o arch/x86/kernel/signal.o"
-export CCACHE_DIR=${CCACHE_DIR:-$CACHE_DIR/ccache} CCACHE_NOHASHDIR=1
-export CCACHE_SLOPPINESS=include_file_mtime,include_file_ctime,time_macros
-export CCACHE_COMPILERCHECK=content
+ccache_env
 
 if [ ! -e "$wt/.git" ]; then
 	git -C "$src" worktree prune

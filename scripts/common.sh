@@ -33,6 +33,20 @@ toolchain_dir() {
 	esac
 }
 
+# Where one source version's build trees and installed kernels live, for the
+# current toolchain and profile.
+build_base() { echo "$CACHE_DIR/build/$1/$(toolchain_dir)"; }
+kernels_base() { echo "$CACHE_DIR/kernels/$1/$(toolchain_dir)"; }
+
+# ccache settings every kernel build shares: one cache for all flavours and
+# checkouts, compile lines without the directory, the compiler by content
+# (a re-made build root with the same gcc still hits).
+ccache_env() {
+	export CCACHE_DIR=${CCACHE_DIR:-$CACHE_DIR/ccache} CCACHE_NOHASHDIR=1
+	export CCACHE_SLOPPINESS=include_file_mtime,include_file_ctime,time_macros
+	export CCACHE_COMPILERCHECK=content
+}
+
 # A flavour may name its toolchain: "ops@host" is ops built with the host's
 # gcc, beside "ops" from the build root, for old-against-new comparisons.
 # Sets FLAVOUR_NAME and FLAVOUR_TOOLCHAIN from "$1".

@@ -69,10 +69,10 @@ fi
 fragments >/dev/null	# an unknown PROFILE fails here, before any work
 src=$("$TOPDIR/scripts/kernel-source.sh")
 srcver=$(cat "$src/.git/rseq-opbench-version")
-base=$CACHE_DIR/build/$srcver/$(toolchain_dir)
+base=$(build_base "$srcver")
 wt=$base/$flavour
 obj=$wt/_build
-out=$CACHE_DIR/kernels/$srcver/$(toolchain_dir)/$flavour
+out=$(kernels_base "$srcver")/$flavour
 suffix=-$flavour
 [ "$PROFILE" = default ] || suffix=$suffix-$PROFILE
 mkdir -p "$base"
@@ -89,8 +89,7 @@ fi
 
 # 1. The merged config, shared by every flavour of this profile.
 mapfile -t frags < <(fragments)
-config_key=$( (cat "${frags[@]}" "$TOPDIR/scripts/kernel-config.sh"; echo "$toolchain") |
-	sha256sum | cut -c1-16)
+config_key=$(hash_files "${frags[@]}" "$TOPDIR/scripts/kernel-config.sh" <(echo "$toolchain"))
 merged=$base/config-$config_key
 if [ ! -f "$merged" ]; then
 	log "[$flavour] merging config ($PROFILE profile)"
@@ -134,12 +133,8 @@ fi
 # 4. Build, with ccache shared between flavours. O= lies inside the worktree so
 # that kbuild uses the relative srctree '..' and compile lines are identical
 # across flavours; CCACHE_NOHASHDIR lets them share objects.
-export CCACHE_DIR=${CCACHE_DIR:-$CACHE_DIR/ccache}
-export CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
-export CCACHE_SLOPPINESS=include_file_mtime,include_file_ctime,time_macros
-# The compiler by content, not by mtime: a re-made build root with the same
-# gcc still hits.
-export CCACHE_COMPILERCHECK=content
+ccache_env
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
 export KBUILD_BUILD_TIMESTAMP="linux-source $srcver" KBUILD_BUILD_USER=rseq-opbench
 export KBUILD_BUILD_HOST=rseq-opbench
 jobs=${JOBS:-$(nproc)}

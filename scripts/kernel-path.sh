@@ -8,5 +8,5 @@ set -euo pipefail
 . "$(dirname "$0")/common.sh"
 src=$("$TOPDIR/scripts/kernel-source.sh")
 split_flavour "${1:?usage: kernel-path.sh FLAVOUR[@TOOLCHAIN]}"
-tc=$(TOOLCHAIN=$FLAVOUR_TOOLCHAIN toolchain_dir)
-echo "$CACHE_DIR/kernels/$(cat "$src/.git/rseq-opbench-version")/$tc/$FLAVOUR_NAME"
+base=$(TOOLCHAIN=$FLAVOUR_TOOLCHAIN kernels_base "$(cat "$src/.git/rseq-opbench-version")")
+echo "$base/$FLAVOUR_NAME"

@@ -16,8 +16,9 @@ dest=${2:?usage: selftests-build.sh FLAVOUR DEST}
 kdir=$("$TOPDIR/scripts/kernel-path.sh" "$flavour")
 [ -f "$kdir/provenance" ] || die "flavour '$flavour' is not built: make kernel FLAVOUR=$flavour"
 srcver=$(sed -n 's/^source_version=//p' "$kdir/provenance")
-wt=$CACHE_DIR/build/$srcver/$(toolchain_dir)/$flavour
-opswt=$CACHE_DIR/build/$srcver/$(toolchain_dir)/ops
+base=$(build_base "$srcver")
+wt=$base/$flavour
+opswt=$base/ops
 st=$wt/tools/testing/selftests/rseq
 mkdir -p "$dest"
 dest=$(realpath "$dest")
