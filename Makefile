@@ -67,56 +67,56 @@ deps:
 	$(Q)scripts/deps.sh
 
 buildroot: deps
-	$(Q)scripts/buildroot.sh describe
+	$(Q)kernel-patch/scripts/buildroot.sh describe
 
 source: deps
-	$(Q)scripts/kernel-source.sh >/dev/null
+	$(Q)kernel-patch/scripts/kernel-source.sh >/dev/null
 
 config: source
-	$(Q)scripts/kernel-config.sh "$$(scripts/kernel-source.sh)" \
+	$(Q)kernel-patch/scripts/kernel-config.sh "$$(kernel-patch/scripts/kernel-source.sh)" \
 		"$(CACHE_DIR)/merged-$(TOOLCHAIN)-$(PROFILE).config" && \
 		echo "config: $(CACHE_DIR)/merged-$(TOOLCHAIN)-$(PROFILE).config"
 
 kernels: source
-	$(Q)scripts/kernels.sh $(FLAVOURS)
+	$(Q)kernel-patch/scripts/kernels.sh $(FLAVOURS)
 
 kernel: source
 	$(Q)test -n "$(FLAVOUR)" || { echo 'kernel: name one: make kernel FLAVOUR=baseline|ops|<name> [SERIES=...]' >&2; exit 2; }
-	$(Q)scripts/kernel-build.sh "$(FLAVOUR)" $(SERIES) >/dev/null
+	$(Q)kernel-patch/scripts/kernel-build.sh "$(FLAVOUR)" $(SERIES) >/dev/null
 
 image: deps
 	$(Q)vm-images/build-rootfs.sh >/dev/null
 
 vm-check: kernels image
-	$(Q)scripts/vm-check.sh $(FLAVOURS)
+	$(Q)vm-images/vm-check.sh $(FLAVOURS)
 
 test-host: deps
 	$(Q)$(PYTHON) -m pytest -q $(PYTEST_V) -m 'not rig' tests/
 
 test: deps kernels image
-	$(Q)PROFILE=debug scripts/kernels.sh ops
+	$(Q)PROFILE=debug kernel-patch/scripts/kernels.sh ops
 	$(Q)$(PYTHON) -m pytest -q $(PYTEST_V) --durations=15 tests/
 
 stress: deps image
-	$(Q)PROFILE=debug scripts/kernels.sh ops
-	$(Q)scripts/stress.sh $(DURATION)
+	$(Q)PROFILE=debug kernel-patch/scripts/kernels.sh ops
+	$(Q)correctness/stress.sh $(DURATION)
 
 selftests: deps kernels image
-	$(Q)scripts/guest-selftests.sh ops full
+	$(Q)correctness/guest-selftests.sh ops full
 
 selftests-op: deps kernels image
-	$(Q)scripts/guest-selftests.sh ops op $(ROUNDS)
+	$(Q)correctness/guest-selftests.sh ops op $(ROUNDS)
 
 differential: deps kernels image
 	$(Q)test -d "$(RFC_SERIES)" || { echo 'differential: RFC_SERIES=$(RFC_SERIES) does not exist; point it at the RFC patches' >&2; exit 2; }
-	$(Q)scripts/kernel-build.sh rfc "$(RFC_SERIES)" >/dev/null
-	$(Q)scripts/differential.sh
+	$(Q)kernel-patch/scripts/kernel-build.sh rfc "$(RFC_SERIES)" >/dev/null
+	$(Q)correctness/differential.sh
 
 bench:
-	$(Q)scripts/bench-all.sh
+	$(Q)microbench/bench-all.sh
 
 bench-walker:
-	$(Q)BENCH_PROFILE=walker RFC_SERIES="$(RFC_SERIES)" scripts/bench-all.sh
+	$(Q)BENCH_PROFILE=walker RFC_SERIES="$(RFC_SERIES)" microbench/bench-all.sh
 
 report:
 	$(Q)$(PYTHON) analysis/analyze.py $(RESULTS) $(if $(FORCE),--force)

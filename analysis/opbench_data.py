@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """opbench_data - read a results directory and derive every statistic from it.
 
-Input, as scripts/bench.sh writes it:
+Input, as microbench/bench.sh writes it:
     results/<date>-<label>/provenance            key=value, the run
     results/<date>-<label>/boot-<i>-<flavour>/
         opbench.json        one JSON record per line (sample, gate, unsupported)

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # guest-bench.sh - run inside the guest: opbench cells, then perf bench beside them.
 #
-# Run by scripts/bench.sh from the shared directory, with:
+# Run by microbench/bench.sh from the shared directory, with:
 #   OPS="0,1,2048"  BENCHES="syscall switch ..."  LOOPS=..  SAMPLES=..  WARMUP=..
 #   TYPES="null ..."  EXTRA="..."   (opbench options)
 # Writes opbench.json (records), opbench.log (progress), perf-bench.txt and

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * reg.c - rseq registration and RSEQ operation helpers for the benchmarks
- * (and for tests/stress/rseq_op_stress.c).
+ * (and for correctness/stress/rseq_op_stress.c).
  *
  * Each measured thread registers an rseq area (its own v2 or legacy area,
  * or glibc's), then N operations of one type whose destinations are words

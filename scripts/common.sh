@@ -5,7 +5,7 @@ CACHE_DIR=${CACHE_DIR:-/var/cache/rseq-opbench}
 KVER=${KVER:-7.2}
 PROFILE=${PROFILE:-default}
 # The compiler kernels and guest binaries are built with: trixie (gcc 14,
-# in the project's build root, scripts/buildroot.sh) or host (this machine's
+# in the project's build root, kernel-patch/scripts/buildroot.sh) or host (this machine's
 # own gcc, for old-against-new comparisons only).
 TOOLCHAIN=${TOOLCHAIN:-trixie}
 TOPDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,8 +22,8 @@ fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 # Content hash of files, in the order given.
 hash_files() { cat "$@" | sha256sum | cut -c1-16; }
 
-# Run a command with the toolchain's compiler (scripts/buildroot.sh run).
-in_buildroot() { "$TOPDIR/scripts/buildroot.sh" run "$@"; }
+# Run a command with the toolchain's compiler (kernel-patch/scripts/buildroot.sh run).
+in_buildroot() { "$TOPDIR/kernel-patch/scripts/buildroot.sh" run "$@"; }
 
 # Where a toolchain's kernels and build trees live, below <source version>/.
 toolchain_dir() {

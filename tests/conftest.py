@@ -29,7 +29,7 @@ def top():
 
 def kernel_dir(flavour, profile="default"):
     env = dict(os.environ, PROFILE=profile)
-    r = run([os.path.join(TOP, "scripts/kernel-path.sh"), flavour], env=env)
+    r = run([os.path.join(TOP, "kernel-patch/scripts/kernel-path.sh"), flavour], env=env)
     assert r.returncode == 0, r.stderr
     return r.stdout.strip()
 

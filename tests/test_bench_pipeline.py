@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """make bench, quick profile, end to end: boots, records, analysis, notebook.
 
-Runs scripts/bench-all.sh (what `make bench` runs) with BENCH_PROFILE=quick
+Runs microbench/bench-all.sh (what `make bench` runs) with BENCH_PROFILE=quick
 into a temporary results root, then checks what a reviewer would open: the
 report, the plots, and the notebook executed headless on that run.
 """
@@ -21,7 +21,7 @@ def quick_run(tmp_path_factory, flavours, image):
         pytest.skip("no ops flavour: kernel-patch/series is missing")
     root = tmp_path_factory.mktemp("results")
     env = dict(os.environ, BENCH_PROFILE="quick", RESULTS_ROOT=str(root))
-    r = subprocess.run([os.path.join(TOP, "scripts", "bench-all.sh")],
+    r = subprocess.run([os.path.join(TOP, "microbench", "bench-all.sh")],
                        cwd=TOP, env=env, capture_output=True, text=True,
                        timeout=1800)
     runs = glob.glob(str(root / "*-quick"))

@@ -38,7 +38,7 @@ def test_ops_selftests_quick(flavours):
     fails the run on any WARNING, BUG or Oops in the guest's log."""
     if "ops" not in flavours:
         pytest.skip("no ops kernel yet")
-    r = subprocess.run([os.path.join(TOP, "scripts/guest-selftests.sh"),
+    r = subprocess.run([os.path.join(TOP, "correctness/guest-selftests.sh"),
                         "ops", "quick"], capture_output=True, text=True,
                        timeout=1800)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]

@@ -54,7 +54,7 @@ def test_check_config_names_missing_symbol(tmp_path):
     good.write_text("CONFIG_A=y\nCONFIG_B=y\n# CONFIG_C is not set\n")
     bad = tmp_path / "bad"
     bad.write_text("CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=y\n")
-    chk = os.path.join(TOP, "scripts/check-config.sh")
+    chk = os.path.join(TOP, "kernel-patch/scripts/check-config.sh")
     assert run([chk, str(good), str(frag)]).returncode == 0
     r = run([chk, str(bad), str(frag)])
     assert r.returncode == 1
@@ -65,18 +65,18 @@ def test_check_config_names_missing_symbol(tmp_path):
 
 def test_unknown_profile_is_refused():
     env = dict(os.environ, PROFILE="fast")
-    r = run([os.path.join(TOP, "scripts/kernel-build.sh"), "baseline"], env=env)
+    r = run([os.path.join(TOP, "kernel-patch/scripts/kernel-build.sh"), "baseline"], env=env)
     assert r.returncode != 0
     assert "PROFILE='fast' is unknown" in r.stderr
 
 
 def test_bad_flavour_name_is_refused():
-    r = run([os.path.join(TOP, "scripts/kernel-build.sh"), "a/b"])
+    r = run([os.path.join(TOP, "kernel-patch/scripts/kernel-build.sh"), "a/b"])
     assert r.returncode != 0 and "may only hold" in r.stderr
 
 
 def test_named_flavour_needs_series():
-    r = run([os.path.join(TOP, "scripts/kernel-build.sh"), "rfc"])
+    r = run([os.path.join(TOP, "kernel-patch/scripts/kernel-build.sh"), "rfc"])
     assert r.returncode != 0 and "needs a series" in r.stderr
 
 
@@ -92,7 +92,7 @@ def test_old_gcc_fails_the_toolchain_check_by_name(tmp_path):
     cfg = tmp_path / "config"
     cfg.write_text('CONFIG_CC_VERSION_TEXT="gcc (Debian 12.2.0-14) 12.2.0"\n'
                    "CONFIG_GCC_ASM_GOTO_OUTPUT_BROKEN=y\n")
-    r = run([os.path.join(TOP, "scripts/check-config.sh"), str(cfg),
+    r = run([os.path.join(TOP, "kernel-patch/scripts/check-config.sh"), str(cfg),
              os.path.join(CONFIGS, "toolchain.config")])
     assert r.returncode == 1
     assert "CONFIG_CC_HAS_ASM_GOTO_OUTPUT: requested 'y', got 'n'" in r.stderr
@@ -100,7 +100,7 @@ def test_old_gcc_fails_the_toolchain_check_by_name(tmp_path):
 
 def test_unknown_toolchain_is_refused():
     env = dict(os.environ, TOOLCHAIN="clang")
-    r = run([os.path.join(TOP, "scripts/buildroot.sh"), "run", "true"], env=env)
+    r = run([os.path.join(TOP, "kernel-patch/scripts/buildroot.sh"), "run", "true"], env=env)
     assert r.returncode != 0 and "TOOLCHAIN='clang' is unknown" in r.stderr
 
 
@@ -139,7 +139,7 @@ def test_flavours_built_by_trixie_gcc14(flavours):
 def test_guest_programs_build_clean_in_build_root(tmp_path):
     """Guest binaries are built with trixie's gcc: -Wall -Wextra clean
     there too (-Werror), and the binary says which gcc made it."""
-    br = os.path.join(TOP, "scripts/buildroot.sh")
+    br = os.path.join(TOP, "kernel-patch/scripts/buildroot.sh")
     out = str(tmp_path)
     r = run([br, "run", "--bind", out, "make", "-s", "-C",
              os.path.join(TOP, "microbench"), "O=" + out,
@@ -147,7 +147,7 @@ def test_guest_programs_build_clean_in_build_root(tmp_path):
     assert r.returncode == 0, r.stderr
     r = run([br, "run", "--bind", out, "gcc", "-O2", "-Wall", "-Wextra",
              "-Werror", "-o", os.path.join(out, "stress"),
-             os.path.join(TOP, "tests/stress/rseq_op_stress.c"),
+             os.path.join(TOP, "correctness/stress/rseq_op_stress.c"),
              os.path.join(TOP, "microbench/reg.c"), "-lpthread"])
     assert r.returncode == 0, r.stderr
     r = run(["readelf", "-p", ".comment", os.path.join(out, "opbench")])
@@ -168,7 +168,7 @@ def test_requested_symbols_landed(flavours):
              for f in ("opbench.config", "toolchain.config")]
     for fl in flavours:
         cfg = os.path.join(kernel_dir(fl), "config")
-        r = run([os.path.join(TOP, "scripts/check-config.sh"), cfg] + frags)
+        r = run([os.path.join(TOP, "kernel-patch/scripts/check-config.sh"), cfg] + frags)
         assert r.returncode == 0, r.stderr
 
 
@@ -192,10 +192,10 @@ def test_flavour_configs_identical(flavours):
 @pytest.mark.rig
 def test_debug_profile_merges(tmp_path):
     """The debug profile's symbols land (merge only; it is not built here)."""
-    src = run([os.path.join(TOP, "scripts/kernel-source.sh")]).stdout.strip()
+    src = run([os.path.join(TOP, "kernel-patch/scripts/kernel-source.sh")]).stdout.strip()
     out = tmp_path / "debug.config"
     env = dict(os.environ, PROFILE="debug")
-    r = run([os.path.join(TOP, "scripts/kernel-config.sh"), src, str(out)],
+    r = run([os.path.join(TOP, "kernel-patch/scripts/kernel-config.sh"), src, str(out)],
             env=env)
     assert r.returncode == 0, r.stderr
     body = out.read_text()
@@ -214,7 +214,7 @@ def test_check_config_later_fragment_wins(tmp_path):
     b.write_text("# Help: b\n# CONFIG_A is not set\n")
     cfg = tmp_path / "config"
     cfg.write_text("# CONFIG_A is not set\nCONFIG_B=y\n")
-    chk = os.path.join(TOP, "scripts/check-config.sh")
+    chk = os.path.join(TOP, "kernel-patch/scripts/check-config.sh")
     assert run([chk, str(cfg), str(a), str(b)]).returncode == 0
     r = run([chk, str(cfg), str(b), str(a)])
     assert r.returncode == 1 and "CONFIG_A: requested 'y', got 'n'" in r.stderr
@@ -226,5 +226,5 @@ def test_flavour_names_its_toolchain():
     assert kernel_dir("ops").endswith("/trixie/default/ops")
     assert kernel_dir("ops@host").endswith("/host/default/ops")
     assert kernel_dir("ops", "debug").endswith("/trixie/debug/ops")
-    r = run([os.path.join(TOP, "scripts/kernel-path.sh"), "a/b@host"])
+    r = run([os.path.join(TOP, "kernel-patch/scripts/kernel-path.sh"), "a/b@host"])
     assert r.returncode != 0 and "may only hold" in r.stderr

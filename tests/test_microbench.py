@@ -34,7 +34,7 @@ def opbench(tmp_path_factory):
 def guest_opbench(tmp_path_factory):
     """opbench as the guest gets it: built in the trixie build root."""
     out = str(tmp_path_factory.mktemp("mbguest"))
-    r = subprocess.run([os.path.join(TOP, "scripts", "buildroot.sh"), "run",
+    r = subprocess.run([os.path.join(TOP, "kernel-patch", "scripts", "buildroot.sh"), "run",
                         "--bind", out, "make", "-s", "-C",
                         os.path.join(TOP, "microbench"), "O=%s" % out,
                         "USERCFLAGS=-Werror"],

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Adversarial use of RSEQ operations: tests/stress/rseq_op_stress.c.
+"""Adversarial use of RSEQ operations: correctness/stress/rseq_op_stress.c.
 
 A short bounded run on the debug ops kernel (KASAN, lockdep, lockup
 detectors) must end with every victim's outcome right and a quiet kernel;
@@ -14,9 +14,9 @@ import pytest
 
 from conftest import TOP, run
 
-STRESS = os.path.join(TOP, "tests", "stress", "rseq_op_stress.c")
+STRESS = os.path.join(TOP, "correctness", "stress", "rseq_op_stress.c")
 REG = os.path.join(TOP, "microbench", "reg.c")
-SCRIPT = os.path.join(TOP, "scripts", "stress.sh")
+SCRIPT = os.path.join(TOP, "correctness", "stress.sh")
 
 
 def test_builds_clean_and_lists(tmp_path):
@@ -57,7 +57,7 @@ def test_short_stress_on_debug_kernel(tmp_path):
 
 @pytest.mark.rig
 def test_stress_catches_the_rfc(tmp_path):
-    r = run([os.path.join(TOP, "scripts", "kernel-path.sh"), "rfc"])
+    r = run([os.path.join(TOP, "kernel-patch", "scripts", "kernel-path.sh"), "rfc"])
     kdir = r.stdout.strip()
     if r.returncode or not os.path.exists(os.path.join(kdir, "bzImage")):
         pytest.skip("the rfc flavour is not built (make differential)")

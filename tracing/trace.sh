@@ -78,7 +78,7 @@ echo "# ACCEL=$accel LOOPS=$loops SAMPLES=$samples FREQ=$freq SECONDS_TRACED=$se
 boot() {
 	local fl=$1 d=$2 k rc=0
 	shift 2
-	k=$("$TOPDIR/scripts/kernel-path.sh" "$fl")
+	k=$("$TOPDIR/kernel-patch/scripts/kernel-path.sh" "$fl")
 	[ -f "$k/bzImage" ] || die "flavour '$fl' is not built: make kernels FLAVOURS=$fl"
 	mkdir -p "$d"
 	cp "$out/bin/opbench" "$out/bin/prime-signals" "$tdir/guest-trace.sh" \

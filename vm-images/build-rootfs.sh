@@ -32,7 +32,7 @@ tmp=$dir.tmp
 rm -rf "$tmp"
 mkdir -p "$tmp"
 log "debootstrap $suite ($pkgs) into $tmp/root (log: $tmp/debootstrap.log)"
-# The .debs are shared with the build root's debootstrap (scripts/buildroot.sh).
+# The .debs are shared with the build root's debootstrap (kernel-patch/scripts/buildroot.sh).
 mkdir -p "$CACHE_DIR/debs/$suite"
 if ! flock "$CACHE_DIR/debs/$suite/.lock" debootstrap --variant=minbase --include="$pkgs" \
 	--cache-dir="$CACHE_DIR/debs/$suite" \

@@ -5,7 +5,7 @@
     tests/data/make-synthetic-run.py DIR [--accel icount|tcg]
 
 Four boots (baseline ops ops baseline) of two benchmarks, in the layout
-scripts/bench.sh writes, from a seeded generator:
+microbench/bench.sh writes, from a seeded generator:
   syscall  252.4 per loop on every kernel and every N (no walk)
   switch   4456.0 on baseline; ops at N=0 is 4455.0; ops at N >= 1 is
            4650 + 90.4 x N (45.2 per operation per walk, 2 walks per loop)
@@ -83,7 +83,7 @@ def main():
                 "qemu=QEMU emulator version 7.2.22\nimage_suite=trixie\n"
                 "image_recipe=0123456789abcdef\nimage_perf=6.12\n"
                 "image_bpftrace=0.23.2\nproject_commit=0000000000000000\n"
-                "command=scripts/bench.sh\n" % args.accel)
+                "command=microbench/bench.sh\n" % args.accel)
     for i, fl in enumerate(["baseline", "ops", "ops", "baseline"], 1):
         d = os.path.join(args.dir, "boot-%d-%s" % (i, fl))
         os.makedirs(d)

@@ -3,10 +3,10 @@
 # buildroot.sh - the Debian trixie build root every kernel and guest binary is
 # built in (gcc 14: asm-goto outputs on, as Debian builds its own kernels).
 #
-# Usage: scripts/buildroot.sh path             make it if needed, print its root
-#        scripts/buildroot.sh run [--bind DIR]... [--] CMD [ARG]...
+# Usage: kernel-patch/scripts/buildroot.sh path             make it if needed, print its root
+#        kernel-patch/scripts/buildroot.sh run [--bind DIR]... [--] CMD [ARG]...
 #                                              run CMD inside it
-#        scripts/buildroot.sh describe          one line: compiler and root key
+#        kernel-patch/scripts/buildroot.sh describe          one line: compiler and root key
 # Env:   CACHE_DIR, TOOLCHAIN (trixie, the default; host runs CMD directly on
 #        this machine with its own gcc, for old-against-new comparisons only)
 #
@@ -22,10 +22,10 @@
 # The mounts
 # vanish with the namespace when CMD exits.
 #
-#   $ scripts/buildroot.sh run -- gcc --version | head -1
+#   $ kernel-patch/scripts/buildroot.sh run -- gcc --version | head -1
 #   gcc (Debian 14.2.0-19) 14.2.0
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../../scripts/common.sh"
 
 SUITE=trixie
 # Guest binaries are built here against this suite's glibc: the guest must

@@ -4,16 +4,16 @@
 #
 #   deps -> kernels -> image -> benchmarks -> tracing -> analysis
 #
-# Usage: scripts/bench-all.sh   (make bench; BENCH_PROFILE=quick|default|walker)
+# Usage: microbench/bench-all.sh   (make bench; BENCH_PROFILE=quick|default|walker)
 # Each step prints a progress line with the time elapsed and an estimate of
 # what is left, taken from the last completed run of the same profile on this
 # machine ($CACHE_DIR/timings/). The run lands in results/<UTC date>-<label>/
-# (scripts/bench.sh), its analysis in results/.../analysis/ (analysis/
+# (microbench/bench.sh), its analysis in results/.../analysis/ (analysis/
 # analyze.py). Nothing earlier is overwritten. The exit status is non-zero
 # when any boot or step failed; what was measured is analysed anyway, and
 # the report lists what is missing.
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../scripts/common.sh"
 
 profile=${BENCH_PROFILE:-default}
 case "$profile" in
@@ -62,7 +62,7 @@ build_kernels() {
 		export SERIES_rfc=$rfc_series
 	fi
 	# shellcheck disable=SC2086 # one flavour per word
-	"$TOPDIR/scripts/kernels.sh" $flavours
+	"$TOPDIR/kernel-patch/scripts/kernels.sh" $flavours
 }
 
 rc=0
@@ -74,7 +74,7 @@ step 3 "guest image (cached by recipe)"
 timed image "$TOPDIR/vm-images/build-rootfs.sh" >/dev/null
 step 4 "benchmarks in the guest, profile $profile"
 t=$(date +%s)
-out=$("$TOPDIR/scripts/bench.sh") || rc=$?
+out=$("$TOPDIR/microbench/bench.sh") || rc=$?
 took[benchmarks]=$(( $(date +%s) - t ))
 if [ -z "$out" ] || [ ! -d "$out" ]; then
 	die "the benchmark step produced no results directory; see the messages above"

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # check-series.sh - checkpatch, and a warning-free build of each patch in turn.
 #
-# Usage: scripts/check-series.sh [SERIES_DIR]   (default kernel-patch/series)
+# Usage: kernel-patch/scripts/check-series.sh [SERIES_DIR]   (default kernel-patch/series)
 # For each prefix of the series (patch 1, patches 1-2, ...), builds the
 # objects that include the files the series touches, with the project's
 # config and with CONFIG_RSEQ=n, and fails on any compiler or objtool
@@ -10,12 +10,12 @@
 # prints its summary. A full vmlinux build of the whole series is what
 # `make kernels` does; this is the cheaper per-patch check.
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../../scripts/common.sh"
 
 series=$(realpath "${1:-$TOPDIR/kernel-patch/series}")
 mapfile -t patches < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$series/series" |
 	while read -r p; do echo "$series/$p"; done)
-src=$("$TOPDIR/scripts/kernel-source.sh")
+src=$("$TOPDIR/kernel-patch/scripts/kernel-source.sh")
 srcver=$(cat "$src/.git/rseq-opbench-version")
 wt=$CACHE_DIR/build/$srcver/$TOOLCHAIN/check-series
 objs="kernel/rseq.o kernel/sys.o kernel/entry/common.o kernel/sched/core.o

@@ -20,7 +20,7 @@
  * SKIP) when the kernel has no RSEQ operations.
  *
  * The kernel side (no oops, warning, KASAN report, lockdep splat, hang) is
- * checked by the caller on the guest console: scripts/stress.sh.
+ * checked by the caller on the guest console: correctness/stress.sh.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """tap-diff.py - compare the per-case outcomes of two kselftest TAP logs.
 
-    scripts/tap-diff.py A/tap.txt B/tap.txt [NAME_A NAME_B]
+    correctness/tap-diff.py A/tap.txt B/tap.txt [NAME_A NAME_B]
 
 Reads the harness's case lines ("ok 3 global.name", "not ok 4 ...",
 "ok 5 ... # SKIP"), possibly behind the "# " our guest runner adds, and

@@ -2,14 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0
 # vm-check.sh - boot each built flavour and show its release and rseq feature size.
 #
-# Usage: scripts/vm-check.sh FLAVOUR...
+# Usage: vm-images/vm-check.sh FLAVOUR...
 # Prints one line per flavour:  <flavour>: <uname -r> AT_RSEQ_FEATURE_SIZE=<n>
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../scripts/common.sh"
 
 img=$("$TOPDIR/vm-images/build-rootfs.sh")
 for f in "$@"; do
-	k=$("$TOPDIR/scripts/kernel-path.sh" "$f")
+	k=$("$TOPDIR/kernel-patch/scripts/kernel-path.sh" "$f")
 	if [ ! -f "$k/bzImage" ]; then
 		log "$f: not built, skipped"
 		continue

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernel-source.sh - fetch Debian's linux-source-$KVER and unpack it into the cache.
 #
-# Usage: scripts/kernel-source.sh            (prints the source directory)
+# Usage: kernel-patch/scripts/kernel-source.sh            (prints the source directory)
 # Env:   KVER (default 7.2), CACHE_DIR (default /var/cache/rseq-opbench)
 #
 # The package comes from Debian's sid or trixie-backports suites through a
@@ -12,7 +12,7 @@
 # $CACHE_DIR/src/linux-source-<version>/ and committed into a git repository
 # there, so that flavours are worktrees and series apply with `git am`.
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../../scripts/common.sh"
 
 SUITES=${KSRC_SUITES:-"sid trixie-backports"}
 APTDIR=$CACHE_DIR/apt

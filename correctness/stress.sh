@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0
 # stress.sh - adversarial use of RSEQ operations on the debug kernel, in a guest.
 #
-# Usage: scripts/stress.sh [DURATION_SECONDS]     (make stress DURATION=...)
+# Usage: correctness/stress.sh [DURATION_SECONDS]     (make stress DURATION=...)
 # Env:   STRESS_PROFILE (default debug: KASAN, lockdep, lockup detectors), FLAVOUR
 #        (default ops), PARALLEL (victims at a time, default 4), SEED,
 #        RESULTS_ROOT (default results/)
 #
-# Boots FLAVOUR of PROFILE and runs tests/stress/rseq_op_stress for
+# Boots FLAVOUR of PROFILE and runs correctness/stress/rseq_op_stress for
 # DURATION seconds (default 600). Passes only if every victim process had
 # the outcome its scenario called for (see rseq_op_stress.c) and the kernel
 # printed no oops, BUG, WARNING, KASAN report, lockdep splat, lockup, hung
@@ -15,7 +15,7 @@
 # with the summary (summary.json), the console log, the launcher record and
 # the exact commands. The last line on stdout is that directory.
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../scripts/common.sh"
 
 secs=${1:-${DURATION:-600}}
 [[ "$secs" =~ ^[0-9]+$ ]] && [ "$secs" -gt 0 ] || die "DURATION='$secs' is not a positive number of seconds"
@@ -24,7 +24,7 @@ export PROFILE=${STRESS_PROFILE:-debug}
 flavour=${FLAVOUR:-ops}
 par=${PARALLEL:-4}
 
-kdir=$("$TOPDIR/scripts/kernel-path.sh" "$flavour")
+kdir=$("$TOPDIR/kernel-patch/scripts/kernel-path.sh" "$flavour")
 [ -f "$kdir/bzImage" ] || die "no $PROFILE kernel for '$flavour': make kernels FLAVOURS=$flavour PROFILE=$PROFILE"
 img=$("$TOPDIR/vm-images/build-rootfs.sh")
 out=${RESULTS_ROOT:-$TOPDIR/results}/$(date -u +%Y%m%dT%H%M%SZ)-stress-$PROFILE-${secs}s
@@ -32,8 +32,8 @@ out=${RESULTS_ROOT:-$TOPDIR/results}/$(date -u +%Y%m%dT%H%M%SZ)-stress-$PROFILE-
 mkdir -p "$out"
 # Built against the guest's glibc, in the trixie build root.
 in_buildroot --bind "$out" gcc -O2 -g -Wall -Wextra -o "$out/rseq_op_stress" \
-	"$TOPDIR/tests/stress/rseq_op_stress.c" "$TOPDIR/microbench/reg.c" -lpthread ||
-	die "cannot build the stress program (tests/stress/rseq_op_stress.c)"
+	"$TOPDIR/correctness/stress/rseq_op_stress.c" "$TOPDIR/microbench/reg.c" -lpthread ||
+	die "cannot build the stress program (correctness/stress/rseq_op_stress.c)"
 cp "$kdir/provenance" "$out/kernel-provenance"
 cat > "$out/guest-stress.sh" <<EOF
 #!/bin/sh

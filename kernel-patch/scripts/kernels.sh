@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels.sh - build several flavours in turn; a missing series is reported, not faked.
 #
-# Usage: scripts/kernels.sh FLAVOUR[@TOOLCHAIN]...  (ops uses kernel-patch/series/)
+# Usage: kernel-patch/scripts/kernels.sh FLAVOUR[@TOOLCHAIN]...  (ops uses kernel-patch/series/)
 # A flavour other than baseline and ops takes its series from SERIES_<name>;
 # "ops@host" is ops built with TOOLCHAIN=host.
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../../scripts/common.sh"
 
 t0=$(date +%s)
 for spec in "$@"; do
@@ -14,7 +14,7 @@ for spec in "$@"; do
 	f=$FLAVOUR_NAME
 	var=SERIES_${f//-/_}
 	rc=0
-	TOOLCHAIN=$FLAVOUR_TOOLCHAIN "$TOPDIR/scripts/kernel-build.sh" "$f" ${!var:-} >/dev/null || rc=$?
+	TOOLCHAIN=$FLAVOUR_TOOLCHAIN "$TOPDIR/kernel-patch/scripts/kernel-build.sh" "$f" ${!var:-} >/dev/null || rc=$?
 	case $rc in
 	0) ;;
 	3) log "skipping '$f': its series does not exist yet" ;;

@@ -2,18 +2,18 @@
 # SPDX-License-Identifier: GPL-2.0
 # selftests-build.sh - build the rseq selftests of a flavour, for its guest.
 #
-# Usage: scripts/selftests-build.sh FLAVOUR DEST
+# Usage: correctness/selftests-build.sh FLAVOUR DEST
 # Everything is built in the trixie build root, against the guest's glibc.
 # Builds tools/testing/selftests/rseq from FLAVOUR's worktree against
 # FLAVOUR's exported headers into DEST/, plus rseq_op_test from our series
 # (built standalone, so that it also runs against any flavour with the same
-# ABI, e.g. the RFC as posted), plus tests/guest/rseq_op_preload.so.
+# ABI, e.g. the RFC as posted), plus correctness/guest/rseq_op_preload.so.
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../scripts/common.sh"
 
 flavour=${1:?usage: selftests-build.sh FLAVOUR DEST}
 dest=${2:?usage: selftests-build.sh FLAVOUR DEST}
-kdir=$("$TOPDIR/scripts/kernel-path.sh" "$flavour")
+kdir=$("$TOPDIR/kernel-patch/scripts/kernel-path.sh" "$flavour")
 [ -f "$kdir/provenance" ] || die "flavour '$flavour' is not built: make kernel FLAVOUR=$flavour"
 srcver=$(sed -n 's/^source_version=//p' "$kdir/provenance")
 base=$(build_base "$srcver")
@@ -51,6 +51,6 @@ else
 	log "[$flavour] no ops worktree with rseq_op_test.c yet: build 'ops' first"
 fi
 in_buildroot --bind "$dest" gcc -O2 -Wall -Wextra -shared -fPIC -isystem "$kdir/headers" \
-	-o "$dest/rseq_op_preload.so" "$TOPDIR/tests/guest/rseq_op_preload.c" -ldl \
+	-o "$dest/rseq_op_preload.so" "$TOPDIR/correctness/guest/rseq_op_preload.c" -ldl \
 	2>>"$dest/build.log" || die "rseq_op_preload.so failed to build; log: $dest/build.log"
-cp "$TOPDIR/tests/guest/selftests.sh" "$dest/"
+cp "$TOPDIR/correctness/guest/selftests.sh" "$dest/"

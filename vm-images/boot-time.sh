@@ -2,16 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0
 # boot-time.sh - measure boot-to-command time of a flavour's guest.
 #
-# Usage: scripts/boot-time.sh FLAVOUR [RUNS] [ACCEL]   (defaults: 5, tcg)
+# Usage: vm-images/boot-time.sh FLAVOUR [RUNS] [ACCEL]   (defaults: 5, tcg)
 # Boots RUNS times running `true`; prints each time from QEMU start to the
 # guest command's start (the launcher's boot_to_command_s), then the median.
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../scripts/common.sh"
 
 flavour=${1:?usage: boot-time.sh FLAVOUR [RUNS] [ACCEL]}
 runs=${2:-5}
 accel=${3:-tcg}
-kdir=$("$TOPDIR/scripts/kernel-path.sh" "$flavour")
+kdir=$("$TOPDIR/kernel-patch/scripts/kernel-path.sh" "$flavour")
 [ -f "$kdir/bzImage" ] || die "flavour '$flavour' is not built: make kernel FLAVOUR=$flavour"
 img=$("$TOPDIR/vm-images/build-rootfs.sh")
 tmp=$(mktemp -d)

@@ -2,13 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0
 # guest-selftests.sh - build the rseq selftests for a flavour and run them in its guest.
 #
-# Usage: scripts/guest-selftests.sh FLAVOUR quick|full|op [ROUNDS]
+# Usage: correctness/guest-selftests.sh FLAVOUR quick|full|op [ROUNDS]
 # Output lands in results/<UTC date>-selftests-<flavour>-<mode>/ (console
 # log, TAP output, launcher record); an earlier run is never overwritten.
 # Exit status: the guest's (0 only when every test passed and the kernel
 # printed no WARNING, BUG or Oops).
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../scripts/common.sh"
 
 flavour=${1:?usage: guest-selftests.sh FLAVOUR quick|full|op [ROUNDS]}
 mode=${2:-quick}
@@ -21,13 +21,13 @@ op) timeout=${TIMEOUT:-$((300 + 60 * rounds))} ;;
 esac
 [[ "$rounds" =~ ^[0-9]+$ ]] || die "ROUNDS='$rounds' is not a number"
 
-kdir=$("$TOPDIR/scripts/kernel-path.sh" "$flavour")
+kdir=$("$TOPDIR/kernel-patch/scripts/kernel-path.sh" "$flavour")
 [ -f "$kdir/bzImage" ] || die "flavour '$flavour' is not built: make kernel FLAVOUR=$flavour"
 img=$("$TOPDIR/vm-images/build-rootfs.sh")
 out=$TOPDIR/results/$(date -u +%Y%m%dT%H%M%SZ)-selftests-$flavour-$mode
 [ ! -e "$out" ] || die "$out exists; wait a second and run again"
 mkdir -p "$out"
-"$TOPDIR/scripts/selftests-build.sh" "$flavour" "$out/rseq"
+"$TOPDIR/correctness/selftests-build.sh" "$flavour" "$out/rseq"
 cp "$kdir/provenance" "$out/kernel-provenance"
 require=
 [ "$flavour" = ops ] && require=1

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernel-build.sh - build one kernel flavour from the cached Debian source.
 #
-# Usage: scripts/kernel-build.sh FLAVOUR [SERIES]
+# Usage: kernel-patch/scripts/kernel-build.sh FLAVOUR [SERIES]
 #   FLAVOUR  baseline | ops | any name for SERIES (letters, digits, - and _)
 #   SERIES   directory of patches (a `series` order file or *.patch in name
 #            order) or an mbox; ops defaults to kernel-patch/series/
@@ -12,12 +12,12 @@
 # Every flavour is a git worktree of the same pristine source, with its series
 # applied by `git am`, built out of tree in <worktree>/_build with the same
 # merged config and ccache, with the toolchain's compiler: Debian trixie's
-# gcc 14 from the project's build root (scripts/buildroot.sh) by default.
+# gcc 14 from the project's build root (kernel-patch/scripts/buildroot.sh) by default.
 # The result lands in
 #   $CACHE_DIR/kernels/<source version>/<toolchain>/<profile>/<flavour>/
 # as bzImage, vmlinux, System.map, config, headers/ and provenance.
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../../scripts/common.sh"
 
 flavour=${1:?usage: kernel-build.sh FLAVOUR [SERIES]}
 series=${2:-}
@@ -67,7 +67,7 @@ else
 fi
 
 fragments >/dev/null	# an unknown PROFILE fails here, before any work
-src=$("$TOPDIR/scripts/kernel-source.sh")
+src=$("$TOPDIR/kernel-patch/scripts/kernel-source.sh")
 srcver=$(cat "$src/.git/rseq-opbench-version")
 base=$(build_base "$srcver")
 wt=$base/$flavour
@@ -78,7 +78,7 @@ suffix=-$flavour
 mkdir -p "$base"
 t0=$(date +%s)
 # Makes the build root on first use (with progress), then names it.
-toolchain=$("$TOPDIR/scripts/buildroot.sh" describe)
+toolchain=$("$TOPDIR/kernel-patch/scripts/buildroot.sh" describe)
 
 # One build per flavour at a time: a second make waits here, and says so.
 exec 8>"$base/.lock-$flavour"
@@ -89,11 +89,11 @@ fi
 
 # 1. The merged config, shared by every flavour of this profile.
 mapfile -t frags < <(fragments)
-config_key=$(hash_files "${frags[@]}" "$TOPDIR/scripts/kernel-config.sh" <(echo "$toolchain"))
+config_key=$(hash_files "${frags[@]}" "$TOPDIR/kernel-patch/scripts/kernel-config.sh" <(echo "$toolchain"))
 merged=$base/config-$config_key
 if [ ! -f "$merged" ]; then
 	log "[$flavour] merging config ($PROFILE profile)"
-	"$TOPDIR/scripts/kernel-config.sh" "$src" "$merged"
+	"$TOPDIR/kernel-patch/scripts/kernel-config.sh" "$src" "$merged"
 fi
 
 # 2. The worktree, with the series applied once per series hash.
@@ -128,7 +128,7 @@ if ! cmp -s "$merged" "$obj/.config.merged" 2>/dev/null || [ ! -f "$obj/.config"
 	in_buildroot make -s -C "$wt" O="$obj" ARCH=x86_64 olddefconfig >/dev/null
 	cp "$merged" "$obj/.config.merged"
 fi
-"$TOPDIR/scripts/check-config.sh" "$obj/.config" "${frags[@]}"
+"$TOPDIR/kernel-patch/scripts/check-config.sh" "$obj/.config" "${frags[@]}"
 
 # 4. Build, with ccache shared between flavours. O= lies inside the worktree so
 # that kbuild uses the relative srctree '..' and compile lines are identical

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # check-config.sh - verify that every line requested by config fragments landed.
 #
-# Usage: scripts/check-config.sh CONFIG FRAGMENT...
+# Usage: kernel-patch/scripts/check-config.sh CONFIG FRAGMENT...
 # Prints each missing symbol as "CONFIG_X: requested 'y', got 'n'" and exits
 # 1 if there is any; silent and 0 otherwise. As in merge_config.sh, a later
 # fragment's line for a symbol overrides an earlier one's.

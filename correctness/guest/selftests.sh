@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # selftests.sh - run the rseq selftests inside the guest, as TAP.
 #
-# Usage (in the guest, from the directory scripts/selftests-build.sh filled):
+# Usage (in the guest, from the directory correctness/selftests-build.sh filled):
 #   ./selftests.sh quick [ROUNDS]   rseq_op_test ROUNDS times (default 1), the
 #                                   quick upstream tests, a short param_test
 #                                   pass with an operation in every thread

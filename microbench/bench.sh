@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # bench.sh - boot each flavour in turn and run the microbenchmarks in its guest.
 #
-# Usage: scripts/bench.sh            (make bench calls it)
+# Usage: microbench/bench.sh            (make bench calls it)
 # Env:   BENCH_PROFILE=default|quick|walker, ACCEL=icount|tcg|auto (default
 #        icount), FLAVOURS (default "baseline ops"; walker: "baseline ops
 #        rfc"), LABEL (default the profile), RESULTS_ROOT (default results/);
@@ -15,7 +15,7 @@
 # with the raw records, the console log, the launcher record and the guest's
 # own description of itself. An existing directory is never reused.
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../scripts/common.sh"
 
 profile=${BENCH_PROFILE:-default}
 accel=${ACCEL:-icount}
@@ -76,7 +76,7 @@ n=${#order[@]}
 rc=0
 for i in "${!order[@]}"; do
 	f=${order[$i]}
-	k=$("$TOPDIR/scripts/kernel-path.sh" "$f")
+	k=$("$TOPDIR/kernel-patch/scripts/kernel-path.sh" "$f")
 	[ -f "$k/bzImage" ] || die "flavour '$f' is not built: make kernels FLAVOURS=$f"
 	d=$out/boot-$((i + 1))-$f
 	mkdir -p "$d"
@@ -103,6 +103,6 @@ for i in "${!order[@]}"; do
 done
 cat "$out"/boot-*/opbench.json > "$out/records.json" 2>/dev/null || true
 log "done in $(fmt_secs $(( $(date +%s) - t0 ))): $(wc -l < "$out/records.json") records in $out/records.json"
-# The one line on stdout: where the run is (scripts/bench-all.sh reads it).
+# The one line on stdout: where the run is (microbench/bench-all.sh reads it).
 echo "$out"
 exit $rc
