@@ -3,19 +3,55 @@
 #
 # `make bench` and `make test` are the whole set-up: both install missing
 # Debian packages, fetch the kernel source and build what they need.
+#
+# The pipeline is the prerequisites: deps -> source -> kernels -> image, and
+# only then the stages that boot guests. The build steps write the run
+# manifest ($(CACHE_DIR)/manifest); every later stage reads kernels and
+# image from it and never fetches, unpacks or builds. The targets stay
+# phony: each step's script keeps its own cache (keyed by what produced it)
+# and returns in seconds when nothing changed.
 
-CACHE_DIR ?= /var/cache/rseq-opbench
-KVER      ?= 7.2
-PROFILE   ?= default
-TOOLCHAIN ?= trixie
-FLAVOURS  ?= baseline ops
-ROUNDS    ?= 50
-DURATION  ?= 600
+CACHE_DIR  ?= /var/cache/rseq-opbench
+KVER       ?= 7.2
+KCONFIG    ?= default
+TOOLCHAIN  ?= trixie
+FLAVOURS   ?= baseline ops
+PLAN       ?= default
 RFC_SERIES ?= ../shared/seeds
-PYTHON    := /usr/bin/python3
-V         ?= 0
+ROUNDS     ?= 50
+DURATION   ?= 600
+STRESS_KCONFIG ?= debug
+RUNS       ?= 5
+TRACE_FLAVOUR ?= ops
+OPS        ?= 2048
+VS         ?= baseline 0
+SCRIPT     ?= rseq_ops_lat.bt
+PYTHON     := /usr/bin/python3
+V          ?= 0
 
-export CACHE_DIR KVER PROFILE TOOLCHAIN V
+# The RFC as posted is the flavour "rfc" wherever flavours are named.
+SERIES_rfc := $(abspath $(RFC_SERIES))
+export CACHE_DIR KVER KCONFIG TOOLCHAIN V SERIES_rfc
+
+# Old names, renamed because they collided: refuse them by name (and say
+# that one set in the environment is ignored).
+ifeq ($(origin PROFILE),command line)
+$(error PROFILE is now KCONFIG (kernel configuration: default|debug); benchmark plans are PLAN (quick|default|walker))
+endif
+ifeq ($(origin PROFILE),environment)
+$(warning PROFILE=$(PROFILE) in the environment is ignored: the kernel configuration is KCONFIG, the benchmark plan PLAN)
+endif
+ifeq ($(origin BENCH_PROFILE),command line)
+$(error BENCH_PROFILE is now PLAN (quick|default|walker, microbench/plans/))
+endif
+ifeq ($(origin STRESS_PROFILE),command line)
+$(error STRESS_PROFILE is now STRESS_KCONFIG (default|debug))
+endif
+
+# make bench boots the plan's flavours unless FLAVOURS is given.
+PLAN_FILE := microbench/plans/$(PLAN).plan
+PLAN_FLAVOURS = $(shell bash -c '. ./$(PLAN_FILE) && echo "$$FLAVOURS"' 2>/dev/null)
+BENCH_FLAVOURS = $(if $(filter command line,$(origin FLAVOURS)),$(FLAVOURS),$(PLAN_FLAVOURS))
 
 ifeq ($(V),1)
 Q :=
@@ -25,43 +61,79 @@ Q := @
 PYTEST_V :=
 endif
 
-.PHONY: help deps buildroot source config kernels kernel image vm-check test test-host \
-	selftests selftests-op differential bench bench-walker report \
-	flamegraph trace trace-validate trace-overhead stress clean-cache
+# What each booting target boots, and so builds.
+TEST_FLAVOURS := baseline ops
+TRACED = $(or $(FLAVOUR),$(TRACE_FLAVOUR))
+
+.PHONY: help deps buildroot source config kernels kernel test-kernels image \
+	vm-check boot-time test test-host selftests selftests-op differential \
+	check-series plan-check bench bench-kernels bench-walker report flamegraph trace \
+	trace-validate trace-overhead stress clean-cache
 
 help:
 	@echo 'rseq-opbench targets:'
-	@echo '  bench        everything: kernels, image, benchmarks, analysis, report'
-	@echo '               (BENCH_PROFILE=default|quick|walker)'
-	@echo '  bench-walker our walker against the RFC as posted (RFC_SERIES), baseline beside'
-	@echo '  report       analyse a run again: RESULTS=results/<run> [FORCE=1]'
-	@echo '  test         all tests: host unit tests, kernels (debug ops too), image, guest boots'
-	@echo '  test-host    host-only tests (no kernel build, no boot)'
-	@echo '  deps         install missing Debian packages (root)'
-	@echo '  buildroot    make the Debian trixie build root (gcc 14) kernels and guest'
-	@echo '               binaries are built in (debootstrap, cached)'
-	@echo '  source       fetch and unpack linux-source-$$(KVER) into the cache'
-	@echo '  config       merge and check the kernel config of $$(PROFILE)'
-	@echo '  kernels      build every flavour in FLAVOURS (default: baseline ops)'
-	@echo '  kernel       build one: FLAVOUR=<name> [SERIES=<patch dir or mbox>]'
-	@echo '  image        build the guest root filesystem (debootstrap, cached)'
-	@echo '  vm-check     boot each built flavour and print uname -r'
-	@echo '  stress       adversarial use of RSEQ operations on the debug kernel,'
-	@echo '               DURATION=$(DURATION) seconds (KASAN, lockdep, lockup detectors)'
-	@echo '  selftests    all rseq selftests on ops in the guest (long: run_param_test.sh)'
-	@echo '  selftests-op rseq_op_test ROUNDS=$(ROUNDS) times in a row on ops'
-	@echo '  differential rseq_op_test on ops and on the RFC as posted (RFC_SERIES)'
-	@echo '  flamegraph   perf flame graph of BENCH at OPS on FLAVOUR, and a diff against VS'
-	@echo '               (defaults: ops signal 2048, VS="baseline 0")'
-	@echo '  trace        a bpftrace SCRIPT (tracing/*.bt) around BENCH at OPS on FLAVOUR'
-	@echo '  trace-validate  each bpftrace script against a known count of walks'
-	@echo '  trace-overhead  BENCH alone and under SCRIPT: what tracing costs'
-	@echo '  clean-cache  remove $$(CACHE_DIR) (source, builds, ccache, images)'
-	@echo 'Variables: KVER=$(KVER) PROFILE=$(PROFILE) (default|debug)'
-	@echo '  TOOLCHAIN=$(TOOLCHAIN): trixie builds with gcc 14 in the build root, as Debian'
-	@echo '  builds its kernels; host uses this machine'"'"'s gcc (12.2 on bookworm: asm goto'
-	@echo '  outputs off), for old-against-new comparisons only'
-	@echo '  CACHE_DIR=$(CACHE_DIR) FLAVOURS="$(FLAVOURS)" V=1 for verbose'
+	@echo '  bench          everything for the benchmark plan PLAN: kernels, image,'
+	@echo '                 benchmarks, tracing, analysis, report'
+	@echo '  bench-walker   make bench PLAN=walker: our walker against the RFC as posted'
+	@echo '  bench-kernels  the kernels of PLAN (or FLAVOURS), as make bench builds them'
+	@echo '  plan-check     refuse an unknown PLAN before anything is built'
+	@echo '  report         analyse a run again: RESULTS=results/<run> [FORCE=1]'
+	@echo '  test           all tests: host unit tests, kernels, image, guest boots'
+	@echo '  test-kernels   what make test boots: baseline and ops, and on the debug'
+	@echo '                 configuration ops and the negative control'
+	@echo '  test-host      host-only tests (no kernel build, no boot)'
+	@echo '  deps           install missing Debian packages (root)'
+	@echo '  buildroot      make the Debian trixie build root (gcc 14) that kernels and'
+	@echo '                 guest binaries are built in (debootstrap, cached)'
+	@echo '  source         fetch and unpack linux-source-$$(KVER) into the cache'
+	@echo '  config         merge and check the kernel config of $$(KCONFIG)'
+	@echo '  kernels        build every flavour in FLAVOURS'
+	@echo '  kernel         build one: FLAVOUR=<name> [SERIES=<patch dir or mbox>]'
+	@echo '  image          build the guest root filesystem (debootstrap, cached)'
+	@echo '  vm-check       boot each flavour in FLAVOURS and print uname -r'
+	@echo '  boot-time      boot FLAVOUR (default ops) RUNS times; median boot time'
+	@echo '  check-series   checkpatch --strict and a warning-free build of each patch'
+	@echo '  stress         adversarial use of RSEQ operations on FLAVOUR (default ops),'
+	@echo '                 STRESS_KCONFIG kernel, DURATION seconds'
+	@echo '  selftests      every rseq selftest on ops in the guest (long: run_param_test)'
+	@echo '  selftests-op   rseq_op_test ROUNDS times in a row on ops'
+	@echo '  differential   rseq_op_test on ops and on the RFC as posted (RFC_SERIES)'
+	@echo '  flamegraph     perf flame graph of BENCH at OPS on FLAVOUR, diff against VS'
+	@echo '  trace          bpftrace SCRIPT (tracing/*.bt) around BENCH at OPS on FLAVOUR'
+	@echo '  trace-validate each bpftrace script against a known count of walks'
+	@echo '  trace-overhead BENCH alone and under SCRIPT: what tracing costs'
+	@echo '  clean-cache    remove $$(CACHE_DIR) (source, builds, ccache, images, manifest)'
+	@echo 'Variables (current value):'
+	@echo '  ACCEL=$(ACCEL)  QEMU accelerator: auto|kvm|tcg|icount. It sets the unit of'
+	@echo '        every figure: benchmarks and tracing default to icount, where a figure'
+	@echo '        counts guest instructions and is never time; correctness runs to auto'
+	@echo '  PLAN=$(PLAN)  benchmark plan (quick|default|walker): microbench/plans/'
+	@echo '  SWEEP LOOPS SAMPLES WARMUP BENCHES TYPES  override a plan'"'"'s line (SWEEP:'
+	@echo '        the list of N, e.g. 0,1,2048); LABEL names the run directory'
+	@echo '  FLAVOURS="$(FLAVOURS)"  flavours to build or boot (make bench: the plan'"'"'s):'
+	@echo '        baseline, ops, control (ops plus a planted bug), rfc (RFC_SERIES),'
+	@echo '        <name> (SERIES_<name>), any of them @host (TOOLCHAIN=host)'
+	@echo '  FLAVOUR=$(FLAVOUR)  one flavour: kernel, boot-time, stress, flamegraph, trace'
+	@echo '        (default TRACE_FLAVOUR=$(TRACE_FLAVOUR))'
+	@echo '  KCONFIG=$(KCONFIG)  kernel configuration: default (measurements) | debug'
+	@echo '  TOOLCHAIN=$(TOOLCHAIN)  trixie: gcc 14 in the build root, as Debian builds its'
+	@echo '        kernels; host: this machine'"'"'s gcc (12.2 on bookworm: asm goto outputs'
+	@echo '        off), for old-against-new comparisons only'
+	@echo '  SERIES=$(SERIES)  patch directory or mbox for make kernel'
+	@echo '  RFC_SERIES=$(RFC_SERIES)  the RFC as posted'
+	@echo '  BENCH=$(BENCH)  benchmark traced (flamegraph: signal, trace: switch)'
+	@echo '  OPS=$(OPS)  N, the number of operations of one traced run'
+	@echo '  VS="$(VS)"  flavour and N of the flame graph'"'"'s reference'
+	@echo '  SCRIPT=$(SCRIPT)  bpftrace script of trace and trace-overhead'
+	@echo '  FREQ SECONDS_TRACED  perf'"'"'s sampling rate and window (flamegraph)'
+	@echo '  STRESS_KCONFIG=$(STRESS_KCONFIG) DURATION=$(DURATION) PARALLEL SEED  make stress'
+	@echo '  ROUNDS=$(ROUNDS)  make selftests-op;  RUNS=$(RUNS)  make boot-time'
+	@echo '  RESULTS=$(RESULTS) FORCE=$(FORCE)  make report'
+	@echo '  RESULTS_ROOT  where runs land (default results/)'
+	@echo '  BOOT_TIMEOUT TRACE_TIMEOUT  seconds before a benchmark or tracing guest'
+	@echo '        is killed (default 5400, 1800)'
+	@echo '  CACHE_DIR=$(CACHE_DIR)  MANIFEST (default $$(CACHE_DIR)/manifest)'
+	@echo '  KVER=$(KVER)  V=$(V) (1: verbose)'
 
 deps:
 	$(Q)scripts/deps.sh
@@ -74,15 +146,22 @@ source: deps
 
 config: source
 	$(Q)kernel-patch/scripts/kernel-config.sh "$$(kernel-patch/scripts/kernel-source.sh)" \
-		"$(CACHE_DIR)/merged-$(TOOLCHAIN)-$(PROFILE).config" && \
-		echo "config: $(CACHE_DIR)/merged-$(TOOLCHAIN)-$(PROFILE).config"
+		"$(CACHE_DIR)/merged-$(TOOLCHAIN)-$(KCONFIG).config" && \
+		echo "config: $(CACHE_DIR)/merged-$(TOOLCHAIN)-$(KCONFIG).config"
 
 kernels: source
 	$(Q)kernel-patch/scripts/kernels.sh $(FLAVOURS)
 
 kernel: source
-	$(Q)test -n "$(FLAVOUR)" || { echo 'kernel: name one: make kernel FLAVOUR=baseline|ops|<name> [SERIES=...]' >&2; exit 2; }
+	$(Q)test -n "$(FLAVOUR)" || { echo 'kernel: name one: make kernel FLAVOUR=baseline|ops|control|<name> [SERIES=...]' >&2; exit 2; }
 	$(Q)kernel-patch/scripts/kernel-build.sh "$(FLAVOUR)" $(SERIES) >/dev/null
+
+# What make test boots beyond FLAVOURS: the debug kernel of ops, and the
+# negative control (ops plus a planted bug; ccache makes it a rebuild of
+# one object), on which the stress run and the correctness gate must fail.
+test-kernels: source
+	$(Q)kernel-patch/scripts/kernels.sh $(TEST_FLAVOURS)
+	$(Q)KCONFIG=debug kernel-patch/scripts/kernels.sh ops control
 
 image: deps
 	$(Q)vm-images/build-rootfs.sh >/dev/null
@@ -90,53 +169,67 @@ image: deps
 vm-check: kernels image
 	$(Q)vm-images/vm-check.sh $(FLAVOURS)
 
+boot-time: source image
+	$(Q)kernel-patch/scripts/kernels.sh $(or $(FLAVOUR),ops)
+	$(Q)vm-images/boot-time.sh $(or $(FLAVOUR),ops) $(RUNS) $(ACCEL)
+
+check-series: kernels
+	$(Q)kernel-patch/scripts/check-series.sh
+
 test-host: deps
 	$(Q)$(PYTHON) -m pytest -q $(PYTEST_V) -m 'not rig' tests/
 
-test: deps kernels image
-	$(Q)PROFILE=debug kernel-patch/scripts/kernels.sh ops
+test: deps test-kernels image
 	$(Q)$(PYTHON) -m pytest -q $(PYTEST_V) --durations=15 tests/
 
-stress: deps image
-	$(Q)PROFILE=debug kernel-patch/scripts/kernels.sh ops
-	$(Q)correctness/stress.sh $(DURATION)
+stress: source image
+	$(Q)KCONFIG=$(STRESS_KCONFIG) kernel-patch/scripts/kernels.sh $(or $(FLAVOUR),ops)
+	$(Q)STRESS_KCONFIG=$(STRESS_KCONFIG) correctness/stress.sh $(DURATION)
 
-selftests: deps kernels image
+selftests: source image
+	$(Q)kernel-patch/scripts/kernels.sh ops
 	$(Q)correctness/guest-selftests.sh ops full
 
-selftests-op: deps kernels image
+selftests-op: source image
+	$(Q)kernel-patch/scripts/kernels.sh ops
 	$(Q)correctness/guest-selftests.sh ops op $(ROUNDS)
 
-differential: deps kernels image
+differential: source image
 	$(Q)test -d "$(RFC_SERIES)" || { echo 'differential: RFC_SERIES=$(RFC_SERIES) does not exist; point it at the RFC patches' >&2; exit 2; }
-	$(Q)kernel-patch/scripts/kernel-build.sh rfc "$(RFC_SERIES)" >/dev/null
+	$(Q)kernel-patch/scripts/kernels.sh ops rfc
 	$(Q)correctness/differential.sh
 
-bench:
-	$(Q)microbench/bench-all.sh
+plan-check:
+	$(Q)test -f "$(PLAN_FILE)" || { echo "bench: PLAN=$(PLAN) is unknown; use one of: $$(ls microbench/plans | sed 's/\.plan$$//' | paste -sd' ')" >&2; exit 2; }
+
+bench-kernels: plan-check source
+	$(Q)kernel-patch/scripts/kernels.sh $(BENCH_FLAVOURS)
+
+bench: plan-check deps bench-kernels image
+	$(Q)PLAN=$(PLAN) FLAVOURS="$(BENCH_FLAVOURS)" microbench/bench-run.sh
 
 bench-walker:
-	$(Q)BENCH_PROFILE=walker RFC_SERIES="$(RFC_SERIES)" microbench/bench-all.sh
+	$(Q)$(MAKE) --no-print-directory bench PLAN=walker
 
 report:
+	$(Q)test -n "$(RESULTS)" || { echo 'report: name a run: make report RESULTS=results/<run>' >&2; exit 2; }
 	$(Q)$(PYTHON) analysis/analyze.py $(RESULTS) $(if $(FORCE),--force)
 
-TRACE_FLAVOUR ?= ops
-OPS       ?= 2048
-VS        ?= baseline 0
-SCRIPT    ?= rseq_ops_lat.bt
+flamegraph: source image
+	$(Q)kernel-patch/scripts/kernels.sh $(TRACED) $(firstword $(VS))
+	$(Q)tracing/trace.sh flame $(TRACED) $(or $(BENCH),signal) $(OPS) $(VS)
 
-flamegraph: deps kernels image
-	$(Q)tracing/trace.sh flame $(or $(FLAVOUR),$(TRACE_FLAVOUR)) $(or $(BENCH),signal) $(OPS) $(VS)
+trace: source image
+	$(Q)kernel-patch/scripts/kernels.sh $(TRACED)
+	$(Q)tracing/trace.sh bpf $(TRACED) $(SCRIPT) $(or $(BENCH),switch) $(OPS)
 
-trace: deps kernels image
-	$(Q)tracing/trace.sh bpf $(or $(FLAVOUR),$(TRACE_FLAVOUR)) $(SCRIPT) $(or $(BENCH),switch) $(OPS)
+trace-validate: source image
+	$(Q)kernel-patch/scripts/kernels.sh $(TRACED)
+	$(Q)tracing/trace.sh validate $(TRACED)
 
-trace-validate: deps kernels image
-	$(Q)tracing/trace.sh validate $(or $(FLAVOUR),$(TRACE_FLAVOUR))
-
-trace-overhead: deps kernels image
-	$(Q)tracing/trace.sh overhead $(or $(FLAVOUR),$(TRACE_FLAVOUR)) $(SCRIPT) $(or $(BENCH),switch) $(OPS)
+trace-overhead: source image
+	$(Q)kernel-patch/scripts/kernels.sh $(TRACED)
+	$(Q)tracing/trace.sh overhead $(TRACED) $(SCRIPT) $(or $(BENCH),switch) $(OPS)
 
 clean-cache:
 	rm -rf "$(CACHE_DIR)"

@@ -74,8 +74,8 @@ def header(run, a):
     vm = next((b["vm"] for b in boots if b["vm"]), {})
     title = "rseq-opbench report: %s" % a["run"]
     lines = [title, "=" * len(title)]
-    lines += field("Run", "profile %s; %d boots in order %s; %s" % (
-        p.get("profile", "?"), len(boots),
+    lines += field("Run", "plan %s; %d boots in order %s; %s" % (
+        p.get("plan", p.get("profile", "?")), len(boots),
         " ".join(b["flavour"] for b in boots), p.get("ops", "")))
     lines += field("Kernel", "%s %s; preempt=%s, mitigations=%s, "
                    "config %s (%s)" % (

@@ -3,8 +3,12 @@
 # guest-selftests.sh - build the rseq selftests for a flavour and run them in its guest.
 #
 # Usage: correctness/guest-selftests.sh FLAVOUR quick|full|op [ROUNDS]
-# Output lands in results/<UTC date>-selftests-<flavour>-<mode>/ (console
-# log, TAP output, launcher record); an earlier run is never overwritten.
+# Output lands in results/<UTC date>-selftests-<flavour>-<mode>/ (the
+# selftest binaries, TAP output, and vm-images/guest-run's console log,
+# launcher record, provenance, commands, kernel problems); an earlier run is
+# never overwritten. The last line on stdout is that directory.
+# Env:   ACCEL (default auto: KVM where it works, else TCG),
+#        RESULTS_ROOT (default results/)
 # Exit status: the guest's (0 only when every test passed and the kernel
 # printed no WARNING, BUG or Oops).
 set -euo pipefail
@@ -21,21 +25,17 @@ op) timeout=${TIMEOUT:-$((300 + 60 * rounds))} ;;
 esac
 [[ "$rounds" =~ ^[0-9]+$ ]] || die "ROUNDS='$rounds' is not a number"
 
-kdir=$("$TOPDIR/kernel-patch/scripts/kernel-path.sh" "$flavour")
-[ -f "$kdir/bzImage" ] || die "flavour '$flavour' is not built: make kernel FLAVOUR=$flavour"
-img=$("$TOPDIR/vm-images/build-rootfs.sh")
-out=$TOPDIR/results/$(date -u +%Y%m%dT%H%M%SZ)-selftests-$flavour-$mode
-[ ! -e "$out" ] || die "$out exists; wait a second and run again"
-mkdir -p "$out"
-"$TOPDIR/correctness/selftests-build.sh" "$flavour" "$out/rseq"
-cp "$kdir/provenance" "$out/kernel-provenance"
+kernel_dir "$flavour" >/dev/null
+out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "selftests-$flavour-$mode")
+"$TOPDIR/correctness/selftests-build.sh" "$flavour" "$out"
 require=
 [ "$flavour" = ops ] && require=1
 log "[$flavour] running '$mode' selftests in the guest (timeout ${timeout}s; log $out/)"
 rc=0
-"$TOPDIR/vm-images/opbench-vm" --kernel "$kdir/bzImage" --image "$img" \
-	--share "$out/rseq" --console-log "$out/console.log" --record "$out/vm.json" \
-	--timeout "$timeout" -- env REQUIRE_OPS=$require ./selftests.sh "$mode" "$rounds" \
+"$TOPDIR/vm-images/guest-run" --flavour "$flavour" --out "$out" --timeout "$timeout" \
+	--accel "${ACCEL:-auto}" -- env REQUIRE_OPS=$require ./selftests.sh "$mode" "$rounds" \
 	| tee "$out/tap.txt" || rc=$?
 log "[$flavour] exit status $rc; results in $out"
+# The one line on stdout: where the run is (correctness/differential.sh reads it).
+echo "$out"
 exit $rc

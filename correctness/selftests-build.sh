@@ -10,15 +10,15 @@
 # ABI, e.g. the RFC as posted), plus correctness/guest/rseq_op_preload.so.
 set -euo pipefail
 . "$(dirname "$0")/../scripts/common.sh"
+export BUILDROOT_MAKE=no	# after the build: use the build root, never make it
 
 flavour=${1:?usage: selftests-build.sh FLAVOUR DEST}
 dest=${2:?usage: selftests-build.sh FLAVOUR DEST}
-kdir=$("$TOPDIR/kernel-patch/scripts/kernel-path.sh" "$flavour")
-[ -f "$kdir/provenance" ] || die "flavour '$flavour' is not built: make kernel FLAVOUR=$flavour"
-srcver=$(sed -n 's/^source_version=//p' "$kdir/provenance")
-base=$(build_base "$srcver")
-wt=$base/$flavour
-opswt=$base/ops
+kdir=$(kernel_dir "$flavour")
+wt=$(kernel_tree "$flavour")
+# rseq_op_test comes from our series, also for a flavour whose series lacks
+# it (the RFC as posted): it is built against that flavour's headers.
+opswt=$(kernel_tree ops)
 st=$wt/tools/testing/selftests/rseq
 mkdir -p "$dest"
 dest=$(realpath "$dest")
@@ -42,14 +42,11 @@ else
 fi
 
 optest=$opswt/tools/testing/selftests/rseq/rseq_op_test.c
-if [ -f "$optest" ]; then
-	in_buildroot --bind "$dest" gcc -O2 -Wall -g -isystem "$kdir/headers" -I "$opswt/tools/testing/selftests" \
-		-o "$dest/rseq_op_test" "$optest" -lpthread 2>>"$dest/build.log" ||
-		die "rseq_op_test failed to build against $flavour's headers; log: $dest/build.log"
-	cp "$opswt/tools/testing/selftests/rseq/run_rseq_op_test.sh" "$dest/"
-else
-	log "[$flavour] no ops worktree with rseq_op_test.c yet: build 'ops' first"
-fi
+[ -f "$optest" ] || die "no $optest: the ops series must contain rseq_op_test.c"
+in_buildroot --bind "$dest" gcc -O2 -Wall -g -isystem "$kdir/headers" -I "$opswt/tools/testing/selftests" \
+	-o "$dest/rseq_op_test" "$optest" -lpthread 2>>"$dest/build.log" ||
+	die "rseq_op_test failed to build against $flavour's headers; log: $dest/build.log"
+cp "$opswt/tools/testing/selftests/rseq/run_rseq_op_test.sh" "$dest/"
 in_buildroot --bind "$dest" gcc -O2 -Wall -Wextra -shared -fPIC -isystem "$kdir/headers" \
 	-o "$dest/rseq_op_preload.so" "$TOPDIR/correctness/guest/rseq_op_preload.c" -ldl \
 	2>>"$dest/build.log" || die "rseq_op_preload.so failed to build; log: $dest/build.log"

@@ -1,12 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# guest-bench.sh - run inside the guest: opbench cells, then perf bench beside them.
+# guest-bench.sh - run inside the guest: the opbench cells of one boot.
 #
 # Run by microbench/bench.sh from the shared directory, with:
 #   OPS="0,1,2048"  BENCHES="syscall switch ..."  LOOPS=..  SAMPLES=..  WARMUP=..
-#   TYPES="null ..."  EXTRA="..."   (opbench options)
-# Writes opbench.json (records), opbench.log (progress), perf-bench.txt and
-# guest-info.txt into the current directory. Exit status: 0; 3 when only
+#   TYPES="null ..."  EXTRA="..."   (opbench options; TYPES empty: each
+#   benchmark's own default type, from opbench --list)
+# Writes opbench.json (records), opbench.log (progress) and guest-info.txt
+# into the current directory. Exit status: 0; 3 when only
 # correctness gates failed (those cells are recorded as invalid); 1 when an
 # opbench run failed otherwise (crash, bad usage).
 set -u
@@ -25,10 +26,12 @@ rc=0
 } > guest-info.txt 2>&1
 
 for b in $BENCHES; do
-	for t in ${TYPES:-null}; do
-		[ "$b" = migrate ] && [ "$t" = null ] && t=cpu
+	for t in ${TYPES:-default}; do
+		topt=
+		[ "$t" = default ] || topt="-t $t"
 		echo "guest-bench: $b type $t ops $OPS" >&2
-		./opbench -n "$OPS" -t "$t" -l "$LOOPS" -s "$SAMPLES" -w "$WARMUP" \
+		# shellcheck disable=SC2086 # topt and EXTRA are option lists
+		./opbench -n "$OPS" $topt -l "$LOOPS" -s "$SAMPLES" -w "$WARMUP" \
 			${EXTRA:-} "$b" >> opbench.json 2>> opbench.log
 		st=$?
 		# 1: a gate failed (recorded; the analysis drops those cells).
@@ -41,13 +44,4 @@ for b in $BENCHES; do
 	done
 done
 
-# Cross-check with tools nobody here wrote, at N = 0, same boot.
-if command -v perf >/dev/null; then
-	{
-		echo "== perf bench syscall basic"
-		perf bench syscall basic -l 1000000 2>&1
-		echo "== perf bench sched pipe -T"
-		taskset -c "$(($(nproc) - 1))" perf bench sched pipe -T -l 100000 2>&1
-	} > perf-bench.txt
-fi
 exit $rc

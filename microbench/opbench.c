@@ -30,12 +30,17 @@
 
 #include "opbench.h"
 
+/*
+ * One row per benchmark: its name, what it does, how many list walks one
+ * timed loop makes, and the operation type it uses unless --type says
+ * otherwise (migrate's CPU-strided slot is what a migration changes).
+ */
 static const struct bench benches[] = {
-	{ "syscall", "getppid() round trip: no schedule, so no walk", 0, bench_syscall },
-	{ "switch", "sched_yield() ping-pong of two threads on one CPU", 2, bench_switch },
-	{ "preempt", "two spinning threads on one CPU: cost per preemption", 1, bench_preempt },
-	{ "signal", "raise(), empty handler, return", 1, bench_signal },
-	{ "migrate", "sched_setaffinity() bounce between two CPUs", 2, bench_migrate },
+	{ "syscall", "getppid() round trip: no schedule, so no walk", 0, OP_NULL, bench_syscall },
+	{ "switch", "sched_yield() ping-pong of two threads on one CPU", 2, OP_NULL, bench_switch },
+	{ "preempt", "two spinning threads on one CPU: cost per preemption", 1, OP_NULL, bench_preempt },
+	{ "signal", "raise(), empty handler, return", 1, OP_NULL, bench_signal },
+	{ "migrate", "sched_setaffinity() bounce between two CPUs", 2, OP_CPU, bench_migrate },
 };
 
 #define NR_BENCHES	(int)(sizeof(benches) / sizeof(benches[0]))
@@ -292,7 +297,8 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'L':
 			for (int i = 0; i < NR_BENCHES; i++)
-				printf("%-8s %s\n", benches[i].name, benches[i].summary);
+				printf("%-8s %-6s %s\n", benches[i].name,
+				       op_type_name(benches[i].type), benches[i].summary);
 			return 0;
 		case 'n':
 			nops = parse_ops(optarg, ops, 64);
@@ -389,7 +395,7 @@ int main(int argc, char **argv)
 			ctx.switches0 = -1;
 			ctx.nr_ops = ops[i];
 			if (ctx.type == OP_NR)
-				ctx.type = strcmp(ctx.bench, "migrate") ? OP_NULL : OP_CPU;
+				ctx.type = benches[b].type;
 			progress("%s: %d operations (%s, %s area), %d x %ld loops",
 				 ctx.bench, ctx.nr_ops, op_type_name(ctx.type),
 				 reg_mode_name(ctx.reg), ctx.samples, ctx.loops);

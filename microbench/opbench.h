@@ -59,6 +59,7 @@ struct bench {
 	const char *name;
 	const char *summary;
 	int walks;		/* list walks per timed loop, when operations run */
+	enum op_type type;	/* operation type when --type is not given */
 	int (*fn)(struct bench_ctx *ctx);
 };
 

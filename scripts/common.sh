@@ -1,15 +1,27 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
 # common.sh - shared settings for rseq-opbench's shell scripts (sourced).
 
 CACHE_DIR=${CACHE_DIR:-/var/cache/rseq-opbench}
 KVER=${KVER:-7.2}
-PROFILE=${PROFILE:-default}
+# The kernel configuration profile: default (for measurements) or debug
+# (KASAN, lockdep, lockup detectors: correctness runs). Named KCONFIG, not
+# PROFILE, so that it cannot be mistaken for a benchmark plan (PLAN).
+if [ -n "${PROFILE:-}" ] && [ -z "${KCONFIG:-}" ]; then
+	echo "$(basename "$0" .sh): error: PROFILE is now KCONFIG (default|debug); the benchmark profiles are PLAN (quick|default|walker)" >&2
+	exit 2
+fi
+KCONFIG=${KCONFIG:-default}
 # The compiler kernels and guest binaries are built with: trixie (gcc 14,
 # in the project's build root, kernel-patch/scripts/buildroot.sh) or host (this machine's
 # own gcc, for old-against-new comparisons only).
 TOOLCHAIN=${TOOLCHAIN:-trixie}
 TOPDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-export CACHE_DIR KVER PROFILE TOOLCHAIN TOPDIR
+# What the build steps made (kernel source, kernels, image),
+# one KEY=VALUE per line; every later stage reads it and resolves nothing
+# itself (manifest_get below).
+MANIFEST=${MANIFEST:-$CACHE_DIR/manifest}
+export CACHE_DIR KVER KCONFIG TOOLCHAIN TOPDIR MANIFEST
 
 # Messages carry the script's name; errors say what to do about them.
 _me=$(basename "$0" .sh)
@@ -28,13 +40,13 @@ in_buildroot() { "$TOPDIR/kernel-patch/scripts/buildroot.sh" run "$@"; }
 # Where a toolchain's kernels and build trees live, below <source version>/.
 toolchain_dir() {
 	case "$TOOLCHAIN" in
-	trixie|host) echo "$TOOLCHAIN/$PROFILE" ;;
+	trixie|host) echo "$TOOLCHAIN/$KCONFIG" ;;
 	*) die "TOOLCHAIN='$TOOLCHAIN' is unknown; use TOOLCHAIN=trixie (the default) or TOOLCHAIN=host" ;;
 	esac
 }
 
 # Where one source version's build trees and installed kernels live, for the
-# current toolchain and profile.
+# current toolchain and kernel configuration.
 build_base() { echo "$CACHE_DIR/build/$1/$(toolchain_dir)"; }
 kernels_base() { echo "$CACHE_DIR/kernels/$1/$(toolchain_dir)"; }
 
@@ -59,17 +71,102 @@ split_flavour() {
 		die "flavour name '$FLAVOUR_NAME' may only hold letters, digits, - and _"
 }
 
-# Config fragments of the current profile, in merge order.
+# Config fragments of the current kernel configuration, in merge order.
 fragments() {
 	echo "$TOPDIR/kernel-patch/configs/opbench.config"
 	# The distribution compiler: asm-goto with outputs must be there. A
 	# build that fell back to an older gcc fails here by name.
 	[ "$TOOLCHAIN" = host ] || echo "$TOPDIR/kernel-patch/configs/toolchain.config"
-	if [ "$PROFILE" = debug ]; then
+	if [ "$KCONFIG" = debug ]; then
 		echo "$TOPDIR/kernel-patch/configs/debug.config"
-	elif [ "$PROFILE" != default ]; then
-		die "PROFILE='$PROFILE' is unknown; use PROFILE=default or PROFILE=debug"
+	elif [ "$KCONFIG" != default ]; then
+		die "KCONFIG='$KCONFIG' is unknown; use KCONFIG=default or KCONFIG=debug"
 	fi
+}
+
+# manifest_set KEY VALUE: record what a build step made (under a lock, so
+# that two makes sharing the cache do not lose each other's lines).
+manifest_set() {
+	mkdir -p "$(dirname "$MANIFEST")"
+	(
+		flock 9
+		{
+			[ ! -f "$MANIFEST" ] || awk -F= -v k="$1" '$1 != k' "$MANIFEST"
+			echo "$1=$2"
+		} | sort > "$MANIFEST.new.$$"
+		mv "$MANIFEST.new.$$" "$MANIFEST"
+	) 9>>"$MANIFEST.lock"
+}
+
+# manifest_get KEY: print its value; status 1 when the manifest lacks it.
+manifest_get() {
+	[ -r "$MANIFEST" ] || return 1
+	awk -v k="$1" 'index($0, k "=") == 1 { print substr($0, length(k) + 2); f = 1 }
+		END { exit !f }' "$MANIFEST"
+}
+
+# flavour_key KIND FLAVOUR[@TOOLCHAIN]: the manifest key of a flavour's
+# built kernel (KIND kernel) or of the source tree it was built from (tree),
+# for the current kernel configuration and the source version the build
+# steps used.
+flavour_key() {
+	local srcver
+	split_flavour "$2"
+	srcver=$(manifest_get source_version) ||
+		die "no kernel source in the manifest ($MANIFEST): build first, e.g. make kernels"
+	echo "$1/$srcver/$FLAVOUR_TOOLCHAIN/$KCONFIG/$FLAVOUR_NAME"
+}
+
+# kernel_dir / kernel_tree FLAVOUR[@TOOLCHAIN]: a built kernel's directory,
+# or its source tree, from the manifest. Dies naming the make command that
+# builds it; never fetches or unpacks anything.
+kernel_dir() { _flavour_path kernel "$1" bzImage; }
+kernel_tree() { _flavour_path tree "$1" Makefile; }
+_flavour_path() {
+	local key dir
+	# set -e is off inside $(...): stop here, not with a second message.
+	key=$(flavour_key "$1" "$2") || exit 1
+	split_flavour "$2"
+	dir=$(manifest_get "$key") && [ -f "$dir/$3" ] ||
+		die "flavour '$FLAVOUR_NAME' ($KCONFIG kernel configuration, $FLAVOUR_TOOLCHAIN toolchain) is not built: make kernels FLAVOURS=$2 KCONFIG=$KCONFIG (manifest: $MANIFEST)"
+	echo "$dir"
+}
+
+# new_run_dir ROOT LABEL: make ROOT/<UTC date>-LABEL[-n], never an existing
+# one, and print it.
+new_run_dir() {
+	local base d n=1
+	base=$1/$(date -u +%Y%m%dT%H%M%SZ)-$2
+	d=$base
+	mkdir -p "$1"
+	until mkdir "$d" 2>/dev/null; do
+		n=$((n + 1))
+		d=$base-$n
+		[ $n -lt 100 ] || die "cannot make a new directory $base-*"
+	done
+	echo "$d"
+}
+
+# load_plan NAME: a benchmark plan, microbench/plans/NAME.plan, into
+# FLAVOURS, SWEEP, LOOPS, SAMPLES, WARMUP, BENCHES and TYPES (exported). A
+# variable already set in the environment wins over the plan's line.
+PLAN_VARS="FLAVOURS SWEEP LOOPS SAMPLES WARMUP BENCHES TYPES"
+load_plan() {
+	local f=$TOPDIR/microbench/plans/$1.plan v
+	local -A keep=()
+	[ -z "${BENCH_PROFILE:-}" ] || die "BENCH_PROFILE is now PLAN (quick|default|walker): PLAN=$BENCH_PROFILE"
+	[ -z "${OPS:-}" ] || die "OPS is the N of one traced run; a benchmark plan's list of N is SWEEP (e.g. SWEEP=0,1,2048)"
+	[ -f "$f" ] || die "PLAN='$1' is unknown; use one of: $(cd "$TOPDIR/microbench/plans" && ls -- *.plan | sed 's/\.plan$//' | paste -sd' ')"
+	for v in $PLAN_VARS; do
+		[ -z "${!v+x}" ] || keep[$v]=${!v}
+	done
+	# shellcheck source=/dev/null
+	. "$f"
+	for v in "${!keep[@]}"; do printf -v "$v" '%s' "${keep[$v]}"; done
+	# shellcheck disable=SC2086,SC2163 # export each name in the list
+	export $PLAN_VARS
+	# shellcheck disable=SC2034 # read by the caller
+	PLAN_FILE=$f
 }
 
 # The Debian mirror this machine already uses (deb822 or one-line format).

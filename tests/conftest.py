@@ -27,38 +27,53 @@ def top():
     return TOP
 
 
-def kernel_dir(flavour, profile="default"):
-    env = dict(os.environ, PROFILE=profile)
-    r = run([os.path.join(TOP, "kernel-patch/scripts/kernel-path.sh"), flavour], env=env)
+def kernel_dir(flavour, kconfig="default"):
+    """A built flavour's directory, from the run manifest (kernel-path.sh,
+    a pure lookup: it fails when the flavour was not built)."""
+    env = dict(os.environ, KCONFIG=kconfig)
+    r = run([os.path.join(TOP, "kernel-patch/scripts/kernel-path.sh"), flavour],
+            env=env)
     assert r.returncode == 0, r.stderr
     return r.stdout.strip()
 
 
-def provenance(flavour):
+def provenance(flavour, kconfig="default"):
     """A built flavour's provenance file, as a dict."""
-    with open(os.path.join(kernel_dir(flavour), "provenance")) as f:
+    with open(os.path.join(kernel_dir(flavour, kconfig), "provenance")) as f:
         return dict(l.rstrip("\n").split("=", 1) for l in f if "=" in l)
 
 
-def series_exists(path):
-    return os.path.isdir(path) and any(
-        f.endswith(".patch") for f in os.listdir(path))
+def manifest():
+    """The run manifest the build steps wrote, as a dict."""
+    import guest_run
+    return guest_run.read_manifest(guest_run.manifest_path())
 
 
-OPS_SERIES = os.path.join(TOP, "kernel-patch", "series")
+def fake_manifest(tmp_path, flavours):
+    """A manifest naming fake kernel directories and image, for tests of
+    lookups that boot nothing: flavours as 'trixie/default/ops'."""
+    lines = ["source_version=9.9.9-1", "image=%s" % (tmp_path / "img")]
+    (tmp_path / "img").write_text("")
+    for spec in flavours:
+        d = tmp_path / spec.replace("/", "_")
+        d.mkdir()
+        (d / "bzImage").write_text("")
+        (d / "provenance").write_text("flavour=x\n")
+        lines.append("kernel/9.9.9-1/%s=%s" % (spec, d))
+    m = tmp_path / "manifest"
+    m.write_text("\n".join(lines) + "\n")
+    return str(m)
 
 
 @pytest.fixture(scope="session")
 def flavours():
-    """Flavours `make test` built: baseline, and ops once its series exists."""
-    fl = ["baseline"]
-    if series_exists(OPS_SERIES):
-        fl.append("ops")
-    return fl
+    """The flavours `make test` builds for measurements (default config)."""
+    return ["baseline", "ops"]
 
 
 @pytest.fixture(scope="session")
 def image():
-    r = run([os.path.join(TOP, "vm-images/build-rootfs.sh")])
-    assert r.returncode == 0, r.stderr
-    return r.stdout.strip()
+    """The guest image, from the run manifest."""
+    img = manifest().get("image")
+    assert img and os.path.isfile(img), "no image in the manifest: make image"
+    return img

@@ -6,9 +6,9 @@ import subprocess
 
 import pytest
 
-from conftest import TOP, kernel_dir, provenance
+from conftest import TOP, provenance
 
-LAUNCHER = os.path.join(TOP, "vm-images", "opbench-vm")
+RUNNER = os.path.join(TOP, "vm-images", "guest-run")
 
 # AT_RSEQ_FEATURE_SIZE: 33 without the series (the reserved byte), 56 with
 # the RSEQ operation list sentinel in struct rseq.
@@ -18,13 +18,22 @@ FEATURE_SIZE = {"baseline": 33, "ops": 56}
 @pytest.mark.rig
 def test_boot_release_and_feature_size(flavours, image, tmp_path):
     for fl in flavours:
+        out = tmp_path / fl
         r = subprocess.run(
-            [LAUNCHER, "--kernel", os.path.join(kernel_dir(fl), "bzImage"),
-             "--image", image, "--share", str(tmp_path), "--timeout", "180",
-             "--", "sh", "-c",
+            [RUNNER, "--flavour", fl, "--out", str(out), "--accel", "tcg",
+             "--timeout", "180", "--", "sh", "-c",
              "uname -r; LD_SHOW_AUXV=1 /bin/true | grep AT_RSEQ_FEATURE_SIZE"],
             capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr
+        # The runner's uniform boot directory.
+        for f in ("console.log", "vm.json", "kernel-provenance",
+                  "commands.txt", "kernel-problems.txt"):
+            assert os.path.exists(out / f), f
+        assert (out / "kernel-problems.txt").read_text() == ""
+        assert "kernel_release=" + provenance(fl)["kernel_release"] in \
+            (out / "kernel-provenance").read_text()
+        cmds = (out / "commands.txt").read_text()
+        assert "# guest: sh -c" in cmds and "# qemu: qemu-system-x86_64" in cmds
         lines = r.stdout.split("\n")
         assert provenance(fl)["kernel_release"] in lines, r.stdout
         size = [l.split()[-1] for l in lines if "AT_RSEQ_FEATURE_SIZE" in l]
@@ -32,15 +41,14 @@ def test_boot_release_and_feature_size(flavours, image, tmp_path):
 
 
 @pytest.mark.rig
-def test_ops_selftests_quick(flavours):
+def test_ops_selftests_quick(flavours, tmp_path):
     """rseq_op_test, the quick upstream rseq selftests and a short
     param_test with an RSEQ operation in every thread, on ops; the launcher
     fails the run on any WARNING, BUG or Oops in the guest's log."""
-    if "ops" not in flavours:
-        pytest.skip("no ops kernel yet")
     r = subprocess.run([os.path.join(TOP, "correctness/guest-selftests.sh"),
                         "ops", "quick"], capture_output=True, text=True,
-                       timeout=1800)
+                       timeout=1800,
+                       env=dict(os.environ, RESULTS_ROOT=str(tmp_path)))
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
     assert "not ok" not in r.stdout
     assert "rseq_op_test passed 1 round(s) in a row" in r.stdout

@@ -6,8 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import (OPS_SERIES, TOP, kernel_dir, provenance, run,
-                      series_exists)
+from conftest import TOP, fake_manifest, kernel_dir, manifest, provenance, run
 
 CONFIGS = os.path.join(TOP, "kernel-patch", "configs")
 FRAGMENTS = sorted(f for f in os.listdir(CONFIGS) if f.endswith(".config"))
@@ -63,11 +62,21 @@ def test_check_config_names_missing_symbol(tmp_path):
     assert "CONFIG_A" not in r.stderr
 
 
-def test_unknown_profile_is_refused():
-    env = dict(os.environ, PROFILE="fast")
+def test_unknown_kconfig_is_refused():
+    env = dict(os.environ, KCONFIG="fast")
     r = run([os.path.join(TOP, "kernel-patch/scripts/kernel-build.sh"), "baseline"], env=env)
     assert r.returncode != 0
-    assert "PROFILE='fast' is unknown" in r.stderr
+    assert "KCONFIG='fast' is unknown" in r.stderr
+
+
+def test_old_profile_name_is_refused_by_name():
+    """PROFILE collided with the benchmark plans: it is KCONFIG now."""
+    env = dict(os.environ, PROFILE="debug")
+    env.pop("KCONFIG", None)
+    r = run([os.path.join(TOP, "kernel-patch/scripts/kernel-build.sh"), "baseline"], env=env)
+    assert r.returncode != 0 and "PROFILE is now KCONFIG" in r.stderr
+    r = run(["make", "-n", "help", "PROFILE=debug"])
+    assert r.returncode != 0 and "PROFILE is now KCONFIG" in r.stderr
 
 
 def test_bad_flavour_name_is_refused():
@@ -155,11 +164,15 @@ def test_guest_programs_build_clean_in_build_root(tmp_path):
 
 
 @pytest.mark.rig
-def test_ops_built_when_series_exists(flavours):
-    if not series_exists(OPS_SERIES):
-        pytest.skip("kernel-patch/series has no patches yet: no ops kernel")
-    assert "ops" in flavours
-    assert provenance("ops")["series_hash"] != "none"
+def test_ops_and_control_carry_the_series():
+    """ops is our series; control is our series plus the planted bug,
+    built on the debug configuration for the negative control."""
+    ops = provenance("ops")
+    assert ops["series_hash"] != "none" and ops["series_patches"] == "5"
+    ctl = provenance("control", "debug")
+    assert ctl["series_patches"] == "6", ctl
+    assert ctl["series"].endswith("+ kernel-patch/controls"), ctl["series"]
+    assert ctl["kernel_release"].endswith("-control-debug")
 
 
 @pytest.mark.rig
@@ -179,8 +192,6 @@ def config_body(path):
 
 @pytest.mark.rig
 def test_flavour_configs_identical(flavours):
-    if len(flavours) < 2:
-        pytest.skip("only one flavour built")
     ref = config_body(os.path.join(kernel_dir(flavours[0]), "config"))
     assert len(ref) > 500
     for fl in flavours[1:]:
@@ -190,20 +201,21 @@ def test_flavour_configs_identical(flavours):
 
 
 @pytest.mark.rig
-def test_debug_profile_merges(tmp_path):
-    """The debug profile's symbols land (merge only; it is not built here)."""
-    src = run([os.path.join(TOP, "kernel-patch/scripts/kernel-source.sh")]).stdout.strip()
-    out = tmp_path / "debug.config"
-    env = dict(os.environ, PROFILE="debug")
-    r = run([os.path.join(TOP, "kernel-patch/scripts/kernel-config.sh"), src, str(out)],
-            env=env)
-    assert r.returncode == 0, r.stderr
-    body = out.read_text()
-    for sym in ("CONFIG_KASAN=y", "CONFIG_PROVE_LOCKING=y",
-                "CONFIG_DEBUG_ATOMIC_SLEEP=y", "CONFIG_RSEQ=y",
-                "CONFIG_RSEQ_DEBUG_DEFAULT_ENABLE=y",
-                "CONFIG_DETECT_HUNG_TASK=y", "CONFIG_SOFTLOCKUP_DETECTOR=y"):
-        assert sym + "\n" in body, sym
+def test_debug_kernels_carry_the_debug_configuration():
+    """make test builds ops and the control on the debug configuration:
+    its symbols landed in both, and both share one config."""
+    body = {}
+    for fl in ("ops", "control"):
+        with open(os.path.join(kernel_dir(fl, "debug"), "config")) as f:
+            body[fl] = f.read()
+        for sym in ("CONFIG_KASAN=y", "CONFIG_PROVE_LOCKING=y",
+                    "CONFIG_DEBUG_ATOMIC_SLEEP=y", "CONFIG_RSEQ=y",
+                    "CONFIG_RSEQ_DEBUG_DEFAULT_ENABLE=y",
+                    "CONFIG_DETECT_HUNG_TASK=y",
+                    "CONFIG_SOFTLOCKUP_DETECTOR=y"):
+            assert sym + "\n" in body[fl], (fl, sym)
+    assert provenance("ops", "debug")["config_hash"] == \
+        provenance("control", "debug")["config_hash"]
 
 
 def test_check_config_later_fragment_wins(tmp_path):
@@ -220,11 +232,30 @@ def test_check_config_later_fragment_wins(tmp_path):
     assert r.returncode == 1 and "CONFIG_A: requested 'y', got 'n'" in r.stderr
 
 
-@pytest.mark.rig
-def test_flavour_names_its_toolchain():
-    """ops@host is ops built with the host's gcc, in a slot of its own."""
-    assert kernel_dir("ops").endswith("/trixie/default/ops")
-    assert kernel_dir("ops@host").endswith("/host/default/ops")
-    assert kernel_dir("ops", "debug").endswith("/trixie/debug/ops")
-    r = run([os.path.join(TOP, "kernel-patch/scripts/kernel-path.sh"), "a/b@host"])
+def test_kernel_path_is_a_pure_manifest_lookup(tmp_path):
+    """kernel-path.sh reads the manifest and nothing else: no apt, no
+    unpacking (apt-get and dpkg-deb fail loudly if called), and a flavour
+    that was not built is refused with the make command that builds it."""
+    m = fake_manifest(tmp_path, ["trixie/default/ops", "host/default/ops",
+                                 "trixie/debug/ops"])
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    for tool in ("apt-get", "apt-cache", "apt", "dpkg-deb"):
+        (stub / tool).write_text("#!/bin/sh\ntouch %s/CALLED\nexit 1\n" % stub)
+        (stub / tool).chmod(0o755)
+    env = dict(os.environ, MANIFEST=m, PATH="%s:%s" % (stub, os.environ["PATH"]))
+    kp = os.path.join(TOP, "kernel-patch/scripts/kernel-path.sh")
+    for spec, kconfig, want in (("ops", "default", "trixie_default_ops"),
+                                ("ops@host", "default", "host_default_ops"),
+                                ("ops", "debug", "trixie_debug_ops")):
+        r = run([kp, spec], env=dict(env, KCONFIG=kconfig))
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == str(tmp_path / want)
+    r = run([kp, "baseline"], env=dict(env, KCONFIG="default"))
+    assert r.returncode != 0
+    assert "flavour 'baseline' (default kernel configuration, trixie " \
+        "toolchain) is not built: make kernels FLAVOURS=baseline KCONFIG=default" \
+        in r.stderr
+    r = run([kp, "a/b@host"], env=env)
     assert r.returncode != 0 and "may only hold" in r.stderr
+    assert not (stub / "CALLED").exists()

@@ -124,8 +124,6 @@ def trace(tmp_path, *args):
 @pytest.mark.rig
 def test_flame_graph_of_the_walk(flavours, image, tmp_path):
     """ops at 2048: the walk at signal delivery is on the exit path."""
-    if "ops" not in flavours:
-        pytest.skip("no ops kernel yet")
     r, out = trace(tmp_path, "flame", "ops", "signal", "2048")
     assert r.returncode == 0, r.stderr[-3000:]
     with open(os.path.join(out, "ops-2048", "perf.folded")) as f:
@@ -143,13 +141,11 @@ def test_flame_graph_of_the_walk(flavours, image, tmp_path):
         assert "rseq_ops_apply_[k]" in frames(f.read())
     with open(os.path.join(out, "commands.txt")) as f:
         cmds = f.read()
-    assert "perf record -q -e cpu-clock" in cmds and "opbench-vm" in cmds
+    assert "perf record -q -e cpu-clock" in cmds and "guest-run" in cmds
 
 
 @pytest.mark.rig
 def test_bpftrace_scripts_count_prime_walks(flavours, image, tmp_path):
-    if "ops" not in flavours:
-        pytest.skip("no ops kernel yet")
     r, out = trace(tmp_path, "validate", "ops", "rseq_ops_lat.bt")
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     with open(os.path.join(out, "validate.txt")) as f:

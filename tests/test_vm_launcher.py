@@ -8,9 +8,10 @@ import subprocess
 import pytest
 
 import opbench_vm as vm
-from conftest import TOP, kernel_dir
+from conftest import TOP, fake_manifest, kernel_dir
 
 LAUNCHER = os.path.join(TOP, "vm-images", "opbench-vm")
+RUNNER = os.path.join(TOP, "vm-images", "guest-run")
 
 
 def opts(**kw):
@@ -101,6 +102,73 @@ def test_splat_detection():
     assert vm.find_splats("all good\nOPBENCH-EXIT: 0\n") == []
 
 
+@pytest.mark.parametrize("line", [
+    "[   40.1] INFO: task kworker/0:1:12 blocked for more than 30 seconds.",
+    "[    9.2] WARNING: possible circular locking dependency detected",
+    "[    9.2] WARNING: possible recursive locking detected",
+    "[    9.3] WARNING: inconsistent lock state",
+    "[    9.4] WARNING: suspicious RCU usage",
+    "[   12.0] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:",
+    "[   13.0] watchdog: BUG: soft lockup - CPU#0 stuck for 22s!",
+    "[   14.0] kmemleak: 2 new suspected memory leaks",
+    "[   15.0] BUG: KASAN: use-after-free in rseq_ops_apply",
+])
+def test_one_kernel_problem_pattern(line):
+    """The one pattern every boot is judged by: what stress.sh and the
+    launcher once checked separately, lockdep and kmemleak included."""
+    assert vm.find_splats("[    1.0] ok\n%s\nfine\n" % line) == [line]
+
+
+def guest_run(tmp_path, *args, env=None):
+    return subprocess.run([RUNNER] + list(args), capture_output=True,
+                          text=True, timeout=300, env=env)
+
+
+def test_guest_run_dry_run_resolves_from_manifest(tmp_path):
+    m = fake_manifest(tmp_path, ["trixie/debug/control", "trixie/default/ops"])
+    env = dict(os.environ, MANIFEST=m)
+    out = tmp_path / "boot"
+    r = guest_run(tmp_path, "--flavour", "control", "--kconfig", "debug",
+                  "--out", str(out), "--accel", "icount", "--append", "no5lvl",
+                  "--dry-run", "--", "./guest-stress.sh", env=env)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    kernel = str(tmp_path / "trixie_debug_control" / "bzImage")
+    assert lines[0] == "kernel:  " + kernel
+    assert lines[1] == "image:   " + str(tmp_path / "img")
+    assert lines[3] == "guest:   ./guest-stress.sh"
+    qemu = lines[4]
+    assert qemu.startswith("qemu-system-x86_64 ") and "-icount" in qemu
+    assert "-kernel " + kernel in qemu and "no5lvl" in qemu
+    assert "path=%s," % out in qemu
+    assert not out.exists()         # a dry run writes nothing
+
+
+def test_guest_run_names_what_is_missing(tmp_path):
+    m = fake_manifest(tmp_path, ["trixie/default/ops"])
+    env = dict(os.environ, MANIFEST=m)
+    r = guest_run(tmp_path, "--flavour", "baseline", "--out",
+                  str(tmp_path / "b"), "--dry-run", "--", "true", env=env)
+    assert r.returncode == 2
+    assert "guest-run: error: flavour 'baseline'" in r.stderr
+    assert "make kernels FLAVOURS=baseline KCONFIG=default" in r.stderr
+    r = guest_run(tmp_path, "--flavour", "ops", "--out", str(tmp_path / "b"),
+                  "--dry-run", "--", "true",
+                  env=dict(env, MANIFEST=str(tmp_path / "none")))
+    assert r.returncode == 2 and "make kernels" in r.stderr
+
+
+def test_guest_run_never_reuses_a_boot_directory(tmp_path):
+    m = fake_manifest(tmp_path, ["trixie/default/ops"])
+    out = tmp_path / "boot"
+    out.mkdir()
+    (out / "console.log").write_text("an earlier boot\n")
+    r = guest_run(tmp_path, "--flavour", "ops", "--out", str(out), "--",
+                  "true", env=dict(os.environ, MANIFEST=m))
+    assert r.returncode == 2 and "already holds a boot" in r.stderr
+    assert (out / "console.log").read_text() == "an earlier boot\n"
+
+
 def test_show_command_boots_nothing(tmp_path):
     r = subprocess.run([LAUNCHER, "--kernel", "/nonexistent", "--image",
                         "/nonexistent", "--share", str(tmp_path), "--accel",
@@ -165,6 +233,24 @@ def test_share_carries_outputs_back(image, tmp_path):
     r, _ = boot(image, tmp_path, "sh", "-c", "uname -r > out.txt")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "out.txt").read_text().strip().endswith("-baseline")
+
+
+@pytest.mark.rig
+def test_kernel_problem_fails_any_boot(image, tmp_path):
+    """A hung-task or lockdep report fails an ordinary boot through the
+    runner, as it fails a stress boot: status 125, the lines in
+    kernel-problems.txt, whatever the command returned."""
+    reports = ["INFO: task opbench:77 blocked for more than 30 seconds.",
+               "WARNING: possible circular locking dependency detected"]
+    out = tmp_path / "boot"
+    r = guest_run(tmp_path, "--flavour", "baseline", "--out", str(out),
+                  "--accel", "tcg", "--timeout", "120", "--", "sh", "-c",
+                  "; ".join("echo '<3>%s' > /dev/kmsg" % l for l in reports)
+                  + "; exit 0")
+    assert r.returncode == vm.EXIT_SPLAT, r.stderr
+    problems = (out / "kernel-problems.txt").read_text()
+    for l in reports:
+        assert l in problems, problems
 
 
 @pytest.mark.rig

@@ -25,6 +25,7 @@
 # The last line on stdout is that directory.
 set -euo pipefail
 . "$(dirname "$0")/../scripts/common.sh"
+export BUILDROOT_MAKE=no	# after the build: use the build root, never make it
 
 mode=${1:?usage: tracing/trace.sh flame|bpf|validate|overhead FLAVOUR ...}
 flavour=${2:?usage: tracing/trace.sh $mode FLAVOUR ...}
@@ -60,10 +61,10 @@ for s in ${script:-} ${scripts[@]+"${scripts[@]}"}; do
 	[ -f "$tdir/$s" ] || die "no tracing script '$s' in tracing/ (have: $(cd "$tdir" && echo *.bt))"
 done
 
-out=${RESULTS_ROOT:-$TOPDIR/results}/$(date -u +%Y%m%dT%H%M%SZ)-trace-$label
-[ ! -e "$out" ] || die "$out exists; wait a second and run again"
-mkdir -p "$out"
-img=$("$TOPDIR/vm-images/build-rootfs.sh")
+# From the run manifest, before anything is made: a missing flavour stops here.
+kernel_dir "$flavour" >/dev/null
+[ -z "${vs_fl:-}" ] || kernel_dir "$vs_fl" >/dev/null
+out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "trace-$label")
 # Guest binaries are built against the guest's glibc, in the trixie build root.
 mkdir -p "$out/bin"
 in_buildroot --bind "$out" make -s -C "$TOPDIR/microbench" O="$out/bin" \
@@ -76,23 +77,20 @@ echo "# ACCEL=$accel LOOPS=$loops SAMPLES=$samples FREQ=$freq SECONDS_TRACED=$se
 
 # boot FLAVOUR DIR GUEST-ARGS...: one guest running guest-trace.sh in DIR.
 boot() {
-	local fl=$1 d=$2 k rc=0
+	local fl=$1 d=$2 rc=0 b
 	shift 2
-	k=$("$TOPDIR/kernel-patch/scripts/kernel-path.sh" "$fl")
-	[ -f "$k/bzImage" ] || die "flavour '$fl' is not built: make kernels FLAVOURS=$fl"
 	mkdir -p "$d"
-	cp "$out/bin/opbench" "$out/bin/prime-signals" "$tdir/guest-trace.sh" \
-		"$tdir"/*.bt "$d/"
-	cp "$k/provenance" "$d/kernel-provenance"
-	local vm=("$TOPDIR/vm-images/opbench-vm" --kernel "$k/bzImage"
-		--image "$img" --share "$d" --accel "$accel"
-		--timeout "${TRACE_TIMEOUT:-1800}" --console-log "$d/console.log"
-		--record "$d/vm.json" -- ./guest-trace.sh "$@")
+	cp "$tdir"/*.bt "$d/"
+	local vm=("$TOPDIR/vm-images/guest-run" --flavour "$fl" --out "$d"
+		--accel "$accel" --timeout "${TRACE_TIMEOUT:-1800}")
+	for b in "$out/bin/opbench" "$out/bin/prime-signals" "$tdir/guest-trace.sh"; do
+		vm+=(--copy "$b")
+	done
+	vm+=(-- ./guest-trace.sh "$@")
 	echo "${vm[*]}" >> "$out/commands.txt"
 	log "[$fl] $* (under $accel; log $d/console.log)"
 	"${vm[@]}" > "$d/guest-stdout.txt" || rc=$?
 	[ -f "$d/guest-commands.txt" ] && sed "s|^|# guest ($fl): |" "$d/guest-commands.txt" >> "$out/commands.txt"
-	rm -f "$d/opbench" "$d/prime-signals" "$d/guest-trace.sh"
 	[ $rc = 0 ] || { log "[$fl] guest failed with status $rc: see $d/console.log and $d/*.log"; return $rc; }
 }
 

@@ -2,25 +2,31 @@
 # SPDX-License-Identifier: GPL-2.0
 # boot-time.sh - measure boot-to-command time of a flavour's guest.
 #
-# Usage: vm-images/boot-time.sh FLAVOUR [RUNS] [ACCEL]   (defaults: 5, tcg)
+# Usage: vm-images/boot-time.sh FLAVOUR [RUNS] [ACCEL]   (make boot-time;
+#        defaults: 5 runs, tcg)
 # Boots RUNS times running `true`; prints each time from QEMU start to the
 # guest command's start (the launcher's boot_to_command_s), then the median.
+# The boots' directories are kept under results/<UTC date>-boot-time-<f>/.
 set -euo pipefail
 . "$(dirname "$0")/../scripts/common.sh"
 
 flavour=${1:?usage: boot-time.sh FLAVOUR [RUNS] [ACCEL]}
 runs=${2:-5}
 accel=${3:-tcg}
-kdir=$("$TOPDIR/kernel-patch/scripts/kernel-path.sh" "$flavour")
-[ -f "$kdir/bzImage" ] || die "flavour '$flavour' is not built: make kernel FLAVOUR=$flavour"
-img=$("$TOPDIR/vm-images/build-rootfs.sh")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "RUNS='$runs' is not a positive number"
+kernel_dir "$flavour" >/dev/null
+out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "boot-time-$flavour")
 for i in $(seq 1 "$runs"); do
-	"$TOPDIR/vm-images/opbench-vm" --kernel "$kdir/bzImage" --image "$img" \
-		--share "$tmp" --accel "$accel" --timeout 120 --record "$tmp/r$i.json" \
-		-- true 2>/dev/null
-	/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["boot_to_command_s"])' "$tmp/r$i.json"
-done | tee "$tmp/times" | sed "s/^/$flavour $accel boot-to-command s: /"
-sort -n "$tmp/times" | awk -v f="$flavour" -v a="$accel" \
-	'{ v[NR] = $1 } END { printf "%s %s median of %d: %.3f s\n", f, a, NR, (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+	"$TOPDIR/vm-images/guest-run" --flavour "$flavour" --out "$out/boot-$i" \
+		--accel "$accel" --timeout 180 -- true >/dev/null ||
+		die "boot $i failed; see $out/boot-$i/console.log"
+done
+/usr/bin/python3 - "$flavour" "$accel" "$out"/boot-*/vm.json <<'PYEOF'
+import json, statistics, sys
+flavour, accel, records = sys.argv[1], sys.argv[2], sys.argv[3:]
+times = [json.load(open(r))["boot_to_command_s"] for r in records]
+for t in times:
+    print("%s %s boot-to-command s: %.3f" % (flavour, accel, t))
+print("%s %s median of %d: %.3f s" % (flavour, accel, len(times),
+                                      statistics.median(times)))
+PYEOF

@@ -19,9 +19,20 @@ key=$( (cat "$here/build-rootfs.sh" "$here/packages.txt" "$here/opbench-init.c";
 	sha256sum | cut -c1-16)
 dir=$CACHE_DIR/images/$key
 img=$dir/rootfs.ext4
-if [ -f "$img" ]; then
+# Later stages take the image from the run manifest, never from here.
+ready() {
+	manifest_set image "$img"
 	echo "$img"
 	exit 0
+}
+[ ! -f "$img" ] || ready
+mkdir -p "$CACHE_DIR/images"
+# One build of an image at a time: a second make waits here, and says so.
+exec 8>"$CACHE_DIR/images/.lock-$key"
+if ! flock -n 8; then
+	log "another make is building this image ($dir); waiting for it"
+	flock 8
+	[ ! -f "$img" ] || ready
 fi
 [ "$(id -u)" -eq 0 ] || die "debootstrap needs root; run as root (sudo make ...)"
 command -v debootstrap >/dev/null || die "debootstrap missing; run scripts/deps.sh"
@@ -45,7 +56,7 @@ root=$tmp/root
 gcc -static -O2 -Wall -Wextra -o "$root/sbin/opbench-init" "$here/opbench-init.c" ||
 	die "cannot build the guest init (vm-images/opbench-init.c)"
 echo rseq-opbench > "$root/etc/hostname"
-# bookworm's perf reads perf_event_paranoid; we run as root in the guest anyway.
+# A smaller image: no package caches or lists (the guest never runs apt).
 rm -rf "$root/var/cache/apt/archives/"*.deb "$root/var/lib/apt/lists/"*
 {
 	echo "suite=$suite"
@@ -64,4 +75,4 @@ rm -rf "$root"
 rm -rf "$dir"
 mv "$tmp" "$dir"
 log "image ready in $(fmt_secs $(( $(date +%s) - t0 ))): $img"
-echo "$img"
+ready

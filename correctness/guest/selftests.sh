@@ -15,6 +15,7 @@ rounds=${2:-1}
 n=0
 failed=0
 passed=0
+skipped=0
 
 run() {	# name, command...: one TAP line, output kept as comments
 	local name=$1 out rc
@@ -28,7 +29,7 @@ run() {	# name, command...: one TAP line, output kept as comments
 		passed=$((passed + 1))
 	elif [ $rc -eq 4 ]; then
 		echo "ok $n $name # SKIP"
-		passed=$((passed + 1))
+		skipped=$((skipped + 1))
 	else
 		echo "not ok $n $name # exit $rc"
 		failed=$((failed + 1))
@@ -92,5 +93,5 @@ quick | full)
 	;;
 esac
 echo "1..$n"
-echo "# $passed passed, $failed failed"
+echo "# $passed passed, $skipped skipped, $failed failed"
 [ $failed -eq 0 ]

@@ -151,6 +151,9 @@ run)
 		exec "$@"
 	fi
 	[ "$toolchain" = trixie ] || die "TOOLCHAIN='$toolchain' is unknown; use trixie (the default) or host"
+	# Stages after the build (BUILDROOT_MAKE=no) use the root, never make it.
+	[ -e "$dir/ready" ] || [ "${BUILDROOT_MAKE:-yes}" != no ] ||
+		die "the build root $dir is not made, and this stage runs after the build: make buildroot (or make kernels) first"
 	make_root
 	run_in_root "$@"
 	;;

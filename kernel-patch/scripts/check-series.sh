@@ -31,8 +31,9 @@ git -C "$wt" checkout -q --detach -f "debian-$srcver"
 git -C "$wt" -c user.name=rseq-opbench -c user.email=rseq-opbench@localhost \
 	am -q "${patches[@]}" || die "series does not apply with git am"
 
-merged=$(ls -t "$CACHE_DIR/build/$srcver/$TOOLCHAIN/default"/config-* 2>/dev/null | head -1 || true)
-[ -n "$merged" ] || die "no merged config for TOOLCHAIN=$TOOLCHAIN yet: run make kernels first"
+# The merged config the kernels of this source and toolchain were built with.
+merged=$(manifest_get "config/$srcver/$TOOLCHAIN/default") && [ -f "$merged" ] ||
+	die "no merged config for TOOLCHAIN=$TOOLCHAIN in the manifest ($MANIFEST): run make kernels first"
 for cfg in rseq norseq; do
 	mkdir -p "$wt/_build_$cfg"
 	cp "$merged" "$wt/_build_$cfg/.config"

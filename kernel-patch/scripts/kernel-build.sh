@@ -3,10 +3,13 @@
 # kernel-build.sh - build one kernel flavour from the cached Debian source.
 #
 # Usage: kernel-patch/scripts/kernel-build.sh FLAVOUR [SERIES]
-#   FLAVOUR  baseline | ops | any name for SERIES (letters, digits, - and _)
+#   FLAVOUR  baseline | ops | control | any name for SERIES (letters,
+#            digits, - and _)
 #   SERIES   directory of patches (a `series` order file or *.patch in name
-#            order) or an mbox; ops defaults to kernel-patch/series/
-# Env:   KVER, PROFILE (default|debug), TOOLCHAIN (trixie|host), CACHE_DIR,
+#            order) or an mbox; ops is kernel-patch/series/; control is
+#            kernel-patch/series/ plus the planted bug in
+#            kernel-patch/controls/ (the negative control of make test)
+# Env:   KVER, KCONFIG (default|debug), TOOLCHAIN (trixie|host), CACHE_DIR,
 #        V=1 for the full build log
 #
 # Every flavour is a git worktree of the same pristine source, with its series
@@ -14,8 +17,9 @@
 # merged config and ccache, with the toolchain's compiler: Debian trixie's
 # gcc 14 from the project's build root (kernel-patch/scripts/buildroot.sh) by default.
 # The result lands in
-#   $CACHE_DIR/kernels/<source version>/<toolchain>/<profile>/<flavour>/
-# as bzImage, vmlinux, System.map, config, headers/ and provenance.
+#   $CACHE_DIR/kernels/<source version>/<toolchain>/<kconfig>/<flavour>/
+# as bzImage, vmlinux, System.map, config, headers/ and provenance, and the
+# run manifest ($MANIFEST) names it for every later stage.
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/common.sh"
 
@@ -37,15 +41,17 @@ patch_list() {
 	fi
 }
 
+extra=()
 case "$flavour" in
 baseline)
 	[ -z "$series" ] || die "baseline takes no series; name the flavour, e.g. FLAVOUR=rfc SERIES=$series"
 	;;
-ops)
-	series=${series:-$TOPDIR/kernel-patch/series}
-	if [ -z "$(patch_list "$series" 2>/dev/null)" ]; then
-		log "ops: no patches in $series yet: nothing to build for 'ops' (see issue 4)"
-		exit 3
+ops | control)
+	[ -z "$series" ] || die "$flavour is built from kernel-patch/; name another flavour for SERIES=$series"
+	series=$TOPDIR/kernel-patch/series
+	if [ "$flavour" = control ]; then
+		mapfile -t extra < <(patch_list "$TOPDIR/kernel-patch/controls")
+		[ ${#extra[@]} -gt 0 ] || die "no planted bug in kernel-patch/controls/: control would be ops"
 	fi
 	;;
 *)
@@ -57,6 +63,7 @@ if [ -n "$series" ]; then
 	series=$(realpath "$series")
 	mapfile -t patches < <(patch_list "$series")
 	[ ${#patches[@]} -gt 0 ] || die "no patches in '$series' (want *.patch, a 'series' file or an mbox)"
+	patches+=(${extra[@]+"${extra[@]}"})
 	for p in "${patches[@]}"; do
 		[ -f "$p" ] || die "series '$series' lists '$p', which does not exist"
 	done
@@ -66,7 +73,7 @@ else
 	series_hash=none
 fi
 
-fragments >/dev/null	# an unknown PROFILE fails here, before any work
+fragments >/dev/null	# an unknown KCONFIG fails here, before any work
 src=$("$TOPDIR/kernel-patch/scripts/kernel-source.sh")
 srcver=$(cat "$src/.git/rseq-opbench-version")
 base=$(build_base "$srcver")
@@ -74,7 +81,7 @@ wt=$base/$flavour
 obj=$wt/_build
 out=$(kernels_base "$srcver")/$flavour
 suffix=-$flavour
-[ "$PROFILE" = default ] || suffix=$suffix-$PROFILE
+[ "$KCONFIG" = default ] || suffix=$suffix-$KCONFIG
 mkdir -p "$base"
 t0=$(date +%s)
 # Makes the build root on first use (with progress), then names it.
@@ -87,12 +94,12 @@ if ! flock -n 8; then
 	flock 8
 fi
 
-# 1. The merged config, shared by every flavour of this profile.
+# 1. The merged config, shared by every flavour of this kernel configuration.
 mapfile -t frags < <(fragments)
 config_key=$(hash_files "${frags[@]}" "$TOPDIR/kernel-patch/scripts/kernel-config.sh" <(echo "$toolchain"))
 merged=$base/config-$config_key
 if [ ! -f "$merged" ]; then
-	log "[$flavour] merging config ($PROFILE profile)"
+	log "[$flavour] merging config ($KCONFIG kernel configuration)"
 	"$TOPDIR/kernel-patch/scripts/kernel-config.sh" "$src" "$merged"
 fi
 
@@ -171,11 +178,21 @@ if [ $rc -ne 0 ]; then
 fi
 tbuild=$(( $(date +%s) - tb ))
 
+# Name the kernel, the tree it was built from and the merged config in the
+# run manifest, for the stages after the build.
+record() {
+	local k=$srcver/$TOOLCHAIN/$KCONFIG
+	manifest_set "kernel/$k/$flavour" "$out"
+	manifest_set "tree/$k/$flavour" "$wt"
+	manifest_set "config/$k" "$merged"
+}
+
 # Nothing rebuilt and already installed: done (a no-change rebuild).
 if [ -f "$out/provenance" ] && [ "$out/bzImage" -nt "$obj/arch/x86/boot/bzImage" ] &&
 	[ "$(sed -n 's/^series_hash=//p' "$out/provenance")" = "$series_hash" ] &&
 	cmp -s "$obj/.config" "$out/config"; then
 	log "[$flavour] up to date in $(fmt_secs $(( $(date +%s) - t0 ))): $out"
+	record
 	echo "$out"
 	exit 0
 fi
@@ -199,11 +216,11 @@ btf=no
 [ "$(readelf -S "$obj/vmlinux" | grep -c ' \.BTF ' || true)" -gt 0 ] && btf=yes
 cat > "$stage/provenance" <<EOP
 flavour=$flavour
-profile=$PROFILE
+profile=$KCONFIG
 kernel_release=$release
 source_package=linux-source-$KVER
 source_version=$srcver
-series=${series:-none}
+series=${series:-none}${extra[*]:+ + kernel-patch/controls}
 series_hash=$series_hash
 series_patches=${#patches[@]}
 config_hash=$(sha256sum < "$obj/.config" | cut -c1-16)
@@ -222,5 +239,6 @@ build_host=$(uname -n)
 EOP
 rm -rf "$out"
 mv "$stage" "$out"
+record
 log "[$flavour] done in $(fmt_secs $(( $(date +%s) - t0 ))): $out ($release)"
 echo "$out"

@@ -5,7 +5,7 @@
 # Usage: kernel-patch/scripts/kernel-config.sh SRC OUT_CONFIG
 #   SRC         pristine kernel source tree
 #   OUT_CONFIG  where to write the merged config
-# Env:   PROFILE=default|debug, TOOLCHAIN=trixie|host
+# Env:   KCONFIG=default|debug, TOOLCHAIN=trixie|host
 #
 # Kconfig asks the compiler what it can do (CC_VERSION_TEXT, asm-goto
 # outputs, ...), so the merge runs with the compiler that will build the
@@ -13,7 +13,7 @@
 #
 # Base: `make ARCH=x86_64 tinyconfig`, then kernel/configs/kvm_guest.config,
 # then kernel-patch/configs/opbench.config (and debug.config for the debug
-# profile), merged with scripts/kconfig/merge_config.sh and settled with
+# kernel configuration), merged with scripts/kconfig/merge_config.sh and settled with
 # olddefconfig. Fails, naming the symbol, if any requested line did not land.
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/common.sh"

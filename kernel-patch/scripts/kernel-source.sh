@@ -78,8 +78,14 @@ fi
 [ -n "$ver" ] || die "no linux-source-$KVER in Debian suites ($SUITES); the suites may have moved on: pick another series with KVER= (e.g. KVER=7.3) or set KSRC_SUITES="
 
 dst=$CACHE_DIR/src/linux-source-$ver
-if [ -e "$dst/.git/rseq-opbench-ready" ]; then
+# Later stages take the source from the manifest, never from here.
+record() {
+	manifest_set source_version "$ver"
+	manifest_set source_dir "$dst"
 	echo "$dst"
+}
+if [ -e "$dst/.git/rseq-opbench-ready" ]; then
+	record
 	exit 0
 fi
 
@@ -117,4 +123,4 @@ mv "$dst.tmp/tree" "$dst"
 rmdir "$dst.tmp"
 touch "$dst/.git/rseq-opbench-ready"
 log "source ready in $(( $(date +%s) - start ))s: $dst"
-echo "$dst"
+record

@@ -37,8 +37,7 @@ def truth(bench, flavour, n):
 
 def boot_records(rng, bench, flavour, boot, shift):
     out = []
-    ns = NS if flavour == "ops" else NS
-    for n in ns:
+    for n in NS:
         head = {"bench": bench, "flavour": flavour,
                 "kernel": "7.2.13-%s" % flavour, "nr_ops": n,
                 "op_type": "null", "reg": "own", "cpu": 1}
@@ -76,7 +75,7 @@ def main():
     rng = np.random.default_rng(20261203)
     os.makedirs(args.dir)
     with open(os.path.join(args.dir, "provenance"), "w") as f:
-        f.write("profile=synthetic\naccel_requested=%s\n"
+        f.write("plan=synthetic\naccel_requested=%s\n"
                 "boot_order=baseline ops ops baseline\n"
                 "ops=0,1,2,4,8,16,32,64 loops=1000 samples=8 warmup=1\n"
                 "host_kernel=6.1.0-test\nhost_cpu=Test CPU\nhost_cpus=2\n"

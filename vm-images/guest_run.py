@@ -1,0 +1,217 @@
+# SPDX-License-Identifier: GPL-2.0
+"""guest_run - the one way the project boots a guest: a flavour, a boot
+directory and a command.
+
+    guest-run --flavour ops [--kconfig debug] --out DIR [--copy FILE]...
+              [--accel icount] [--timeout S] [--append ARGS] [--dry-run]
+              -- CMD [ARG]...
+
+The kernel and the image come from the run manifest ($MANIFEST, by default
+$CACHE_DIR/manifest), which only the build steps write: nothing here
+fetches, unpacks or builds. DIR is shared with the guest as /share, and the
+command runs there. After the boot DIR holds, for every driver alike:
+
+    console.log          the serial console
+    vm.json              the launcher's record (accelerator, QEMU command,
+                         boot time, outcome)
+    kernel-provenance    the provenance of the kernel that was booted
+    commands.txt         the host command, the QEMU command, the guest command
+    kernel-problems.txt  console lines that match the kernel-problem pattern
+                         (opbench_vm.SPLAT_RE; empty when there were none)
+
+A hung task, a lockdep report, a KASAN report or any other match of that one
+pattern fails the boot (status 125), whatever the command returned. The
+command's output goes to stdout. Files given with --copy are put into DIR
+for the guest and removed afterwards. --dry-run resolves everything, prints
+it and the QEMU command line, and boots and writes nothing.
+
+Exit status: the guest command's, or opbench-vm's (124 timeout, 125 kernel
+problem, 126 no boot), or 2 for a bad request (named on stderr).
+"""
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+
+import opbench_vm
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KERNEL_PATH = os.path.join(TOP, "kernel-patch", "scripts", "kernel-path.sh")
+OUTPUTS = ("console.log", "vm.json", "kernel-provenance", "commands.txt",
+           "kernel-problems.txt")
+
+
+class RunError(Exception):
+    """A request that cannot be run, reported as 'guest-run: error: ...'."""
+
+
+def manifest_path(env=None):
+    env = os.environ if env is None else env
+    cache = env.get("CACHE_DIR") or "/var/cache/rseq-opbench"
+    return env.get("MANIFEST") or os.path.join(cache, "manifest")
+
+
+def read_manifest(path):
+    """The manifest as a dict (KEY=VALUE lines)."""
+    try:
+        with open(path) as f:
+            return dict(l.rstrip("\n").split("=", 1) for l in f if "=" in l)
+    except OSError:
+        raise RunError("no run manifest at %s: the build steps write it; "
+                       "run make kernels image first" % path)
+
+
+def resolve(flavour, kconfig, env=None):
+    """(kernel directory, image) for a flavour, from the manifest."""
+    env = dict(os.environ if env is None else env, KCONFIG=kconfig)
+    r = subprocess.run([KERNEL_PATH, flavour], env=env, capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        msg = r.stderr.strip().splitlines()
+        raise RunError(msg[-1].split("error: ", 1)[-1] if msg else
+                       "kernel-path.sh failed for '%s'" % flavour)
+    kdir = r.stdout.strip()
+    if not os.path.isfile(os.path.join(kdir, "provenance")):
+        raise RunError("%s has no provenance file: rebuild the flavour "
+                       "(make kernels FLAVOURS=%s)" % (kdir, flavour))
+    image = read_manifest(manifest_path(env)).get("image")
+    if not image or not os.path.isfile(image):
+        raise RunError("no guest image in the manifest (%s): make image"
+                       % manifest_path(env))
+    return kdir, image
+
+
+def launcher_args(opts, kdir, image):
+    """opbench-vm's arguments for this boot."""
+    a = ["--kernel", os.path.join(kdir, "bzImage"), "--image", image,
+         "--share", opts.out, "--accel", opts.accel,
+         "--timeout", str(opts.timeout),
+         "--console-log", os.path.join(opts.out, "console.log"),
+         "--record", os.path.join(opts.out, "vm.json")]
+    if opts.append:
+        a += ["--append", opts.append]
+    if opts.smp:
+        a += ["--smp", str(opts.smp)]
+    return a + ["--"] + opts.command
+
+
+def problems_at_boot(console):
+    """True when a kernel problem came before the command started."""
+    head = console.split(opbench_vm.START_MARK, 1)[0]
+    return bool(opbench_vm.find_splats(head))
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="guest-run",
+        description="Boot a built flavour with the guest image and run one "
+        "command in a boot directory (see vm-images/guest_run.py).")
+    p.add_argument("--flavour", required=True,
+                   help="FLAVOUR[@TOOLCHAIN], as built by make kernels")
+    p.add_argument("--kconfig", default=os.environ.get("KCONFIG") or
+                   "default", choices=["default", "debug"],
+                   help="kernel configuration (default: $KCONFIG or default)")
+    p.add_argument("--out", required=True,
+                   help="boot directory, shared as /share (made if missing)")
+    p.add_argument("--copy", action="append", default=[], metavar="FILE",
+                   help="put FILE into the boot directory for the guest; "
+                   "removed after the boot")
+    p.add_argument("--accel", default=os.environ.get("ACCEL") or "icount",
+                   choices=["auto", "kvm", "tcg", "icount"],
+                   help="QEMU accelerator (default: $ACCEL or icount; under "
+                   "icount guest time counts instructions)")
+    p.add_argument("--timeout", type=float, default=1800,
+                   help="seconds before the guest is killed (default 1800)")
+    p.add_argument("--append", default="", help="extra kernel arguments")
+    p.add_argument("--smp", type=int, default=0, help="vCPUs (default 2)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="resolve and print; boot and write nothing")
+    p.add_argument("command", nargs=argparse.REMAINDER,
+                   help="command to run in the guest (after --)")
+    opts = p.parse_args(argv)
+    if opts.command and opts.command[0] == "--":
+        opts.command = opts.command[1:]
+    if not opts.command:
+        raise RunError("no guest command given; add one after --")
+    opts.out = os.path.abspath(opts.out)
+    return opts
+
+
+def dry_run(opts, kdir, image):
+    print("kernel:  %s" % os.path.join(kdir, "bzImage"))
+    print("image:   %s" % image)
+    print("out:     %s" % opts.out)
+    print("guest:   %s" % shlex.join(opts.command))
+    sys.stdout.flush()
+    return opbench_vm.main(["--show-command"] + launcher_args(opts, kdir,
+                                                              image))
+
+
+def boot(opts, kdir, image, argv):
+    os.makedirs(opts.out, exist_ok=True)
+    used = [f for f in OUTPUTS if os.path.exists(os.path.join(opts.out, f))]
+    if used:
+        raise RunError("%s already holds a boot (%s); give each boot a new "
+                       "directory" % (opts.out, ", ".join(used)))
+    for src in opts.copy:
+        if not os.path.isfile(src):
+            raise RunError("--copy %s: no such file" % src)
+    shutil.copy(os.path.join(kdir, "provenance"),
+                os.path.join(opts.out, "kernel-provenance"))
+    cmds = os.path.join(opts.out, "commands.txt")
+    with open(cmds, "w") as f:
+        f.write("# host: %s\n" % shlex.join(["vm-images/guest-run"] + argv))
+        f.write("# guest: %s\n" % shlex.join(opts.command))
+    copied = []
+    try:
+        for src in opts.copy:
+            dst = os.path.join(opts.out, os.path.basename(src))
+            shutil.copy2(src, dst)
+            copied.append(dst)
+        status = opbench_vm.main(launcher_args(opts, kdir, image))
+    finally:
+        for c in copied:
+            os.unlink(c)
+    record = os.path.join(opts.out, "vm.json")
+    if os.path.exists(record):
+        with open(record) as f:
+            qemu = json.load(f).get("qemu_command")
+        if qemu:
+            with open(cmds, "a") as f:
+                f.write("# qemu: %s\n" % shlex.join(qemu))
+    try:
+        with open(os.path.join(opts.out, "console.log"),
+                  errors="replace") as f:
+            console = f.read()
+    except OSError:
+        console = ""
+    splats = opbench_vm.find_splats(console)
+    with open(os.path.join(opts.out, "kernel-problems.txt"), "w") as f:
+        f.writelines(l + "\n" for l in splats)
+    if splats and problems_at_boot(console):
+        print("guest-run: the first kernel problem came at boot, before the "
+              "command started: this boot is void, not a verdict on the "
+              "command (%s)" % os.path.join(opts.out, "kernel-problems.txt"),
+              file=sys.stderr)
+    return status
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        opts = parse_args(argv)
+        kdir, image = resolve(opts.flavour, opts.kconfig)
+        if opts.dry_run:
+            return dry_run(opts, kdir, image)
+        return boot(opts, kdir, image, argv)
+    except RunError as e:
+        print("guest-run: error: %s" % e, file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
