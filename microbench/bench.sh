@@ -37,10 +37,15 @@ for ((i = ${#fl[@]} - 1; i >= 0; i--)); do order+=("${fl[$i]}"); done
 for f in "${fl[@]}"; do kernel_dir "$f" >/dev/null; done
 img=$(manifest_get image) || die "no guest image in the manifest ($MANIFEST): make image"
 out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "${LABEL:-$plan}")
-cp "$MANIFEST" "$out/manifest"
 # Against the guest's glibc (2.41: its rseq area is v2), in the build root.
 in_buildroot --bind "$out" make -s -C "$TOPDIR/microbench" O="$out" >/dev/null ||
 	die "cannot build microbench/opbench in the build root"
+# The run's own manifest: what the build steps made, and the benchmark
+# binary every boot of this run ran.
+{
+	cat "$MANIFEST"
+	echo "opbench_sha256=$(sha256sum < "$out/opbench" | cut -c1-16)"
+} > "$out/manifest"
 {
 	echo "plan=$plan"
 	echo "plan_file=${PLAN_FILE#"$TOPDIR"/}"

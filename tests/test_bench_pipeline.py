@@ -66,7 +66,9 @@ def test_progress_and_paths_printed(quick_run):
                   "commands.txt", "kernel-problems.txt"):
             assert os.path.exists(os.path.join(b, f)), (b, f)
         assert os.path.getsize(os.path.join(b, "kernel-problems.txt")) == 0
-    assert os.path.exists(os.path.join(d, "manifest"))
+    with open(os.path.join(d, "manifest")) as f:
+        m = dict(l.rstrip("\n").split("=", 1) for l in f)
+    assert m["image"] and m["source_version"] and len(m["opbench_sha256"]) == 16
     lat = glob.glob(os.path.join(d, "tracing", "*-trace-bpf-ops-rseq_ops_lat-"
                                  "switch-2048", "ops", "rseq_ops_lat.bt.out"))
     assert len(lat) == 1
