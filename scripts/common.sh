@@ -84,15 +84,39 @@ fragments() {
 	fi
 }
 
-# manifest_set KEY VALUE: record what a build step made (under a lock, so
-# that two makes sharing the cache do not lose each other's lines).
+# patch_list SERIES: a series (an mbox, a directory with a `series` order
+# file, or a directory of *.patch in name order) as its patch files, in order.
+patch_list() {
+	local s=$1
+	if [ -f "$s" ]; then
+		echo "$s"
+	elif [ -f "$s/series" ]; then
+		sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$s/series" |
+			while read -r p; do echo "$s/$p"; done
+	else
+		ls "$s"/*.patch 2>/dev/null | sort
+	fi
+}
+
+# manifest_set KEY VALUE [KEY VALUE]...: record what a build step made, in
+# one rewrite under a lock, so that two makes sharing the cache do not lose
+# each other's lines.
 manifest_set() {
+	local keys=() lines=()
+	while [ $# -ge 2 ]; do
+		keys+=("$1")
+		lines+=("$1=$2")
+		shift 2
+	done
+	[ $# -eq 0 ] || die "manifest_set: '$1' has no value"
 	mkdir -p "$(dirname "$MANIFEST")"
 	(
 		flock 9
 		{
-			[ ! -f "$MANIFEST" ] || awk -F= -v k="$1" '$1 != k' "$MANIFEST"
-			echo "$1=$2"
+			[ ! -f "$MANIFEST" ] ||
+				awk -F= -v ks="${keys[*]}" 'BEGIN { n = split(ks, k, " ");
+					for (i = 1; i <= n; i++) drop[k[i]] = 1 } !($1 in drop)' "$MANIFEST"
+			printf '%s\n' "${lines[@]}"
 		} | sort > "$MANIFEST.new.$$"
 		mv "$MANIFEST.new.$$" "$MANIFEST"
 	) 9>>"$MANIFEST.lock"

@@ -13,8 +13,8 @@ set -euo pipefail
 . "$(dirname "$0")/../../scripts/common.sh"
 
 series=$(realpath "${1:-$TOPDIR/kernel-patch/series}")
-mapfile -t patches < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$series/series" |
-	while read -r p; do echo "$series/$p"; done)
+mapfile -t patches < <(patch_list "$series")
+[ ${#patches[@]} -gt 0 ] || die "no patches in '$series'"
 src=$("$TOPDIR/kernel-patch/scripts/kernel-source.sh")
 srcver=$(cat "$src/.git/rseq-opbench-version")
 wt=$CACHE_DIR/build/$srcver/$TOOLCHAIN/check-series

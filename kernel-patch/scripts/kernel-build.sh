@@ -28,19 +28,6 @@ series=${2:-}
 [[ "$flavour" =~ ^[A-Za-z0-9_-]+$ ]] ||
 	die "flavour name '$flavour' may only hold letters, digits, - and _"
 
-# The series, as an ordered list of patch files.
-patch_list() {
-	local s=$1
-	if [ -f "$s" ]; then
-		echo "$s"
-	elif [ -f "$s/series" ]; then
-		sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$s/series" |
-			while read -r p; do echo "$s/$p"; done
-	else
-		ls "$s"/*.patch 2>/dev/null | sort
-	fi
-}
-
 extra=()
 case "$flavour" in
 baseline)
@@ -182,9 +169,8 @@ tbuild=$(( $(date +%s) - tb ))
 # run manifest, for the stages after the build.
 record() {
 	local k=$srcver/$TOOLCHAIN/$KCONFIG
-	manifest_set "kernel/$k/$flavour" "$out"
-	manifest_set "tree/$k/$flavour" "$wt"
-	manifest_set "config/$k" "$merged"
+	manifest_set "kernel/$k/$flavour" "$out" "tree/$k/$flavour" "$wt" \
+		"config/$k" "$merged"
 }
 
 # Nothing rebuilt and already installed: done (a no-change rebuild).

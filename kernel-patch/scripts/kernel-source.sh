@@ -80,8 +80,7 @@ fi
 dst=$CACHE_DIR/src/linux-source-$ver
 # Later stages take the source from the manifest, never from here.
 record() {
-	manifest_set source_version "$ver"
-	manifest_set source_dir "$dst"
+	manifest_set source_version "$ver" source_dir "$dst"
 	echo "$dst"
 }
 if [ -e "$dst/.git/rseq-opbench-ready" ]; then
