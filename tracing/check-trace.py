@@ -88,10 +88,16 @@ def validate(dirs):
 
 
 def samples(paths):
-    """The metric of every sample record in the opbench.json files given."""
+    """{file number: the metric of its sample records}: each opbench run
+    (one file) is one unit of the comparison, its samples are not."""
     import opbench_data
-    return [float(r[opbench_data.METRIC]) for p in sorted(paths)
-            for r in opbench_data.read_records(p) if r.get("kind") == "sample"]
+    out = {}
+    for i, p in enumerate(sorted(paths)):
+        xs = [float(r[opbench_data.METRIC]) for r in
+              opbench_data.read_records(p) if r.get("kind") == "sample"]
+        if xs:
+            out[i] = xs
+    return out
 
 
 def overhead(d):
@@ -104,11 +110,14 @@ def overhead(d):
                                                       len(traced)))
         return False
     c = st.compare(plain, traced, key=("overhead", d))
-    print("overhead: median %.1f alone, %.1f traced (n=%d/%d): %+.1f "
-          "[%+.1f, %+.1f] per loop, %+.2f%% [%+.2f%%, %+.2f%%]; %s" % (
-              c["ref_median"], c["median"], c["n"][0], c["n"][1], c["diff"],
-              c["diff_ci"][0], c["diff_ci"][1], 100 * (c["ratio"] - 1),
-              100 * (c["ratio_ci"][0] - 1), 100 * (c["ratio_ci"][1] - 1),
+    lo, hi = c["diff_ci"] or (float("nan"), float("nan"))
+    rlo, rhi = c["ratio_ci"] or (float("nan"), float("nan"))
+    print("overhead: %.1f alone, %.1f traced (runs %d/%d, the mean of each "
+          "run's median): %+.1f [%+.1f, %+.1f] per loop, %+.2f%% [%+.2f%%, "
+          "%+.2f%%]; %s" % (
+              c["ref_value"], c["value"], c["k"][0], c["k"][1], c["diff"],
+              lo, hi, 100 * (c["ratio"] - 1), 100 * (rlo - 1),
+              100 * (rhi - 1),
               {"difference": "Difference at 95% confidence",
                "noise": "within the noise floor",
                "none": "No difference proven at 95% confidence"}[
