@@ -2,8 +2,9 @@
 /*
  * bench-signal.c - raise(), an empty handler, and back.
  *
- * Operations run at signal delivery, before the handler. The gate raises
- * one signal and expects every word reset by the time raise() returns.
+ * Operations run at signal delivery, before the handler: every iteration
+ * must find its watched words rewritten. The cell's gate raises one signal
+ * more and expects every operation to have written its slot, and only it.
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -20,6 +21,9 @@ int bench_signal(struct bench_ctx *ctx)
 {
 	struct sigaction sa;
 	struct thread_ops to;
+	struct watch w = { };
+	struct iters it;
+	bool valid = true;
 	long seen;
 	int ret;
 
@@ -28,24 +32,38 @@ int bench_signal(struct bench_ctx *ctx)
 	ret = thread_setup(ctx, &to);
 	if (ret)
 		return ret < 0;
+	if (iters_alloc(&it, ctx->loops)) {
+		ops_unregister(&to);
+		return 1;
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = empty_handler;
 	sigaction(SIGUSR1, &sa, NULL);
+	watch_ops(&w, &to, ops_slot(&to, ctx->cpu));
+	it.full = (1 << w.nr) - 1;
 
 	for (int s = -ctx->warmup; s < ctx->samples; s++) {
-		double t0 = sample_start(ctx);
+		sample_start(ctx);
+		for (long i = 0; i < ctx->loops; i++) {
+			uint64_t t0;
 
-		for (long i = 0; i < ctx->loops; i++)
+			watch_arm(&w);
+			t0 = tsc_now();
 			raise(SIGUSR1);
+			it.dt[i & it.mask] = tsc_now() - t0;
+			it.bits[i & it.mask] = watch_read(&w);
+		}
 		if (s >= 0)
-			emit_sample(ctx, s, now_ns() - t0, ctx->loops, "raise+handler");
+			valid &= emit_sample(ctx, s, &it, "raise+handler", 0);
 	}
+	iters_free(&it);
 
 	ops_arm(&to);
 	raise(SIGUSR1);
-	seen = ops_count_reset(&to);
+	seen = ops_count_exact(&to, ops_slot(&to, ctx->cpu));
 	emit_gate(ctx, "walk-at-signal-delivery", ctx->nr_ops, seen,
 		  seen == ctx->nr_ops, "one raise(SIGUSR1)");
+	valid &= seen == ctx->nr_ops;
 	ops_unregister(&to);
-	return seen != ctx->nr_ops;
+	return !valid;
 }

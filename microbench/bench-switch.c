@@ -5,8 +5,12 @@
  * Both threads register the same number of operations. One timed loop is
  * one sched_yield() of the measured thread: it runs the partner, which
  * yields back, so every loop is two context switches and two walks of N
- * nodes. The gate arms the measured thread's words, yields once and, if a
- * switch happened, expects every word reset.
+ * nodes. Each thread counts its loops, so each knows per iteration whether
+ * the other ran, and then its own watched words must have been rewritten;
+ * an iteration in which the yield did not switch is counted and not timed.
+ * The partner's failures are counted in the sample it happened in. The
+ * cell's gate arms the measured thread's words, yields once and, if a
+ * switch happened, expects every operation to have written its slot.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -18,20 +22,38 @@ struct partner {
 	struct bench_ctx *ctx;
 	int state;		/* 0 starting, 1 ready, -1 failed */
 	int stop;
+	long loops;		/* the partner's yields so far */
+	long mine;		/* the measured thread's yields so far */
+	long violations;	/* partner iterations that should have walked */
 };
 
 static void *partner_fn(void *arg)
 {
 	struct partner *p = arg;
 	struct thread_ops to;
+	struct watch w = { };
+	uint8_t full;
 
 	if (pin_or_complain(p->ctx, p->ctx->cpu) || thread_setup(p->ctx, &to)) {
 		__atomic_store_n(&p->state, -1, __ATOMIC_RELEASE);
 		return NULL;
 	}
+	watch_ops(&w, &to, ops_slot(&to, p->ctx->cpu));
+	full = (1 << w.nr) - 1;
 	__atomic_store_n(&p->state, 1, __ATOMIC_RELEASE);
-	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE))
+	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
+		long m = __atomic_load_n(&p->mine, __ATOMIC_RELAXED);
+		uint8_t b;
+
+		watch_arm(&w);
 		sched_yield();
+		b = watch_read(&w);
+		if (__atomic_load_n(&p->mine, __ATOMIC_RELAXED) != m &&
+		    (to.nr ? b != full : b != 0))
+			__atomic_store_n(&p->violations, p->violations + 1,
+					 __ATOMIC_RELAXED);
+		__atomic_store_n(&p->loops, p->loops + 1, __ATOMIC_RELAXED);
+	}
 	ops_unregister(&to);
 	return NULL;
 }
@@ -40,9 +62,12 @@ int bench_switch(struct bench_ctx *ctx)
 {
 	struct partner p = { .ctx = ctx };
 	struct thread_ops to;
+	struct watch w = { };
+	struct iters it;
 	pthread_t th;
 	long seen = -1, sw;
-	int ret, attempt;
+	bool valid = true;
+	int ret, attempt, slot;
 
 	/* Both threads on one CPU, or the yields are not switches. */
 	if (pin_or_complain(ctx, ctx->cpu))
@@ -50,7 +75,12 @@ int bench_switch(struct bench_ctx *ctx)
 	ret = thread_setup(ctx, &to);
 	if (ret)
 		return ret < 0;
+	if (iters_alloc(&it, ctx->loops)) {
+		ops_unregister(&to);
+		return 1;
+	}
 	if (pthread_create(&th, NULL, partner_fn, &p)) {
+		iters_free(&it);
 		ops_unregister(&to);
 		return 1;
 	}
@@ -58,26 +88,44 @@ int bench_switch(struct bench_ctx *ctx)
 		sched_yield();
 	if (p.state < 0) {
 		pthread_join(th, NULL);
+		iters_free(&it);
 		ops_unregister(&to);
 		return 0;	/* the partner emitted the record */
 	}
+	slot = ops_slot(&to, ctx->cpu);
+	watch_ops(&w, &to, slot);
+	it.full = (1 << w.nr) - 1;
 
 	for (int s = -ctx->warmup; s < ctx->samples; s++) {
-		double t0 = sample_start(ctx);
+		long pv = __atomic_load_n(&p.violations, __ATOMIC_RELAXED);
 
-		for (long i = 0; i < ctx->loops; i++)
+		sample_start(ctx);
+		for (long i = 0; i < ctx->loops; i++) {
+			long pl = __atomic_load_n(&p.loops, __ATOMIC_RELAXED);
+			uint64_t t0;
+
+			watch_arm(&w);
+			t0 = tsc_now();
 			sched_yield();
+			it.dt[i & it.mask] = tsc_now() - t0;
+			it.bits[i & it.mask] = watch_read(&w);
+			if (__atomic_load_n(&p.loops, __ATOMIC_RELAXED) != pl)
+				it.bits[i & it.mask] |= IT_SWITCHED;
+			__atomic_store_n(&p.mine, p.mine + 1, __ATOMIC_RELAXED);
+		}
 		if (s >= 0)
-			emit_sample(ctx, s, now_ns() - t0, ctx->loops,
-				    "yield round trip (2 switches)");
+			valid &= emit_sample(ctx, s, &it, "yield round trip (2 switches)",
+					     __atomic_load_n(&p.violations,
+							     __ATOMIC_RELAXED) - pv);
 	}
+	iters_free(&it);
 
 	for (attempt = 0; attempt < 20; attempt++) {
 		ops_arm(&to);
 		sw = nr_switches();
 		sched_yield();
 		if (nr_switches() != sw) {
-			seen = ops_count_reset(&to);
+			seen = ops_count_exact(&to, slot);
 			break;
 		}
 	}
@@ -86,6 +134,7 @@ int bench_switch(struct bench_ctx *ctx)
 	emit_gate(ctx, "walk-after-switch", ctx->nr_ops, seen,
 		  seen == ctx->nr_ops, attempt < 20 ? "one sched_yield() that switched" :
 		  "no sched_yield() switched in 20 attempts");
+	valid &= seen == ctx->nr_ops;
 	ops_unregister(&to);
-	return seen != ctx->nr_ops;
+	return !valid;
 }

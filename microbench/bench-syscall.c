@@ -3,9 +3,14 @@
  * bench-syscall.c - getppid() round trips.
  *
  * A syscall that does not schedule never walks the operation list: the
- * time must not depend on the number of operations. The gate checks both
- * halves: 1000 getppid() calls with no context switch leave every word
- * alone, one poll() that sleeps resets them all.
+ * time must not depend on the number of operations. Each iteration is timed
+ * on its own and watched: its words must stay armed unless the thread was
+ * switched out meanwhile. The cell's gate checks both halves once more:
+ * 1000 getppid() calls with no context switch leave every word alone, one
+ * poll() that sleeps resets them all.
+ *
+ * --pad K adds exactly K instructions to every iteration (a jump into a
+ * run of one-byte nops): a known answer the analysis must resolve.
  */
 #define _GNU_SOURCE
 #include <poll.h>
@@ -14,9 +19,22 @@
 
 #include "opbench.h"
 
+/* Three instructions and then @pad nops, whatever @pad (0..64) is. */
+static inline void pad_insns(long pad)
+{
+	asm volatile("lea 1f(%%rip), %%rax\n\t"
+		     "sub %0, %%rax\n\t"
+		     "jmp *%%rax\n\t"
+		     ".rept 64\n\tnop\n\t.endr\n"
+		     "1:"
+		     : : "r"(pad) : "rax", "cc", "memory");
+}
+
 int bench_syscall(struct bench_ctx *ctx)
 {
 	struct thread_ops to;
+	struct watch w = { };
+	struct iters it;
 	bool valid = true;
 	long seen, sw;
 	int ret, attempt;
@@ -26,15 +44,29 @@ int bench_syscall(struct bench_ctx *ctx)
 	ret = thread_setup(ctx, &to);
 	if (ret)
 		return ret < 0;
+	if (iters_alloc(&it, ctx->loops)) {
+		ops_unregister(&to);
+		return 1;
+	}
+	watch_ops(&w, &to, ops_slot(&to, ctx->cpu));
+	it.full = (1 << w.nr) - 1;
 
 	for (int s = -ctx->warmup; s < ctx->samples; s++) {
-		double t0 = sample_start(ctx);
+		sample_start(ctx);
+		for (long i = 0; i < ctx->loops; i++) {
+			uint64_t t0;
 
-		for (long i = 0; i < ctx->loops; i++)
+			watch_arm(&w);
+			t0 = tsc_now();
 			syscall(__NR_getppid);
+			pad_insns(ctx->pad);
+			it.dt[i & it.mask] = tsc_now() - t0;
+			it.bits[i & it.mask] = watch_read(&w);
+		}
 		if (s >= 0)
-			emit_sample(ctx, s, now_ns() - t0, ctx->loops, "getppid");
+			valid &= emit_sample(ctx, s, &it, ctx->pad ? "getppid+pad" : "getppid", 0);
 	}
+	iters_free(&it);
 
 	for (attempt = 0; attempt < 20; attempt++) {
 		ops_arm(&to);
@@ -57,7 +89,7 @@ int bench_syscall(struct bench_ctx *ctx)
 
 	ops_arm(&to);
 	poll(NULL, 0, 1);
-	seen = ops_count_reset(&to);
+	seen = ops_count_exact(&to, ops_slot(&to, ctx->cpu));
 	emit_gate(ctx, "walk-after-schedule", ctx->nr_ops, seen,
 		  seen == ctx->nr_ops, "poll() sleeping 1 ms");
 	valid &= seen == ctx->nr_ops;

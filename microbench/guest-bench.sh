@@ -4,14 +4,23 @@
 #
 # Run by microbench/bench.sh from the shared directory, with:
 #   OPS="0,1,2048"  BENCHES="syscall switch ..."  LOOPS=..  SAMPLES=..  WARMUP=..
+#   PREEMPT_LOOPS=..  (preempt: wake-ups per sample; default LOOPS)
+#   A benchmark may be written NAME[:VARIANT][@N,N,...]: VARIANT is
+#   scattered (--layout scattered) or waker-ops (preempt --waker-ops), and
+#   @N,... replaces OPS for it (preempt:waker-ops@0,256,2048).
 #   TYPES="null ..."  EXTRA="..."   (opbench options; TYPES empty: each
 #   benchmark's own default type, from opbench --list)
-# Writes opbench.json (records), opbench.log (progress) and guest-info.txt
+#   SEED=n  the order of benchmarks and of N within each (0: as given)
+#   PERF_BENCH=1  also run perf bench syscall basic and sched pipe -T
+# Writes opbench.json (records), opbench.log (progress), guest-info.txt,
+# tsc.txt (the kernel's TSC and clocksource lines) and perf-bench.txt
 # into the current directory. Exit status: 0; 3 when only
 # correctness gates failed (those cells are recorded as invalid); 1 when an
 # opbench run failed otherwise (crash, bad usage).
 set -u
+: "${OPS:?} ${LOOPS:?} ${SAMPLES:?} ${WARMUP:?} ${BENCHES:?}"
 rc=0
+seed=${SEED:-0}
 {
 	echo "uname: $(uname -a)"
 	echo "glibc: $(ldd --version | head -1)"
@@ -23,17 +32,58 @@ rc=0
 		echo "vuln_$(basename "$f"): $(cat "$f")"
 	done
 	echo "preempt: $(uname -v)"
+	echo "seed: $seed"
 } > guest-info.txt 2>&1
+# What the guest calibrated its TSC to: under icount a tick is an
+# instruction whatever it says, and opbench's clock record measures that.
+dmesg | grep -i -E 'tsc|clocksource' > tsc.txt 2>&1
 
-for b in $BENCHES; do
+# Every CPU but the first offline, or back online: preempt runs on one CPU
+# so that under icount no other vCPU's instructions fall into its gaps.
+cpus_online() {
+	for c in /sys/devices/system/cpu/cpu[1-9]*/online; do
+		[ -w "$c" ] && echo "$1" > "$c"
+	done
+}
+
+# The benchmarks in an order drawn from the seed (awk's srand), so that no
+# benchmark always runs first in a boot.
+order=$(for b in $BENCHES; do echo "$b"; done |
+	awk -v s="$seed" 'BEGIN { srand(s) } { printf "%.9f %s\n", (s ? rand() : NR), $0 }' |
+	sort -n | cut -d' ' -f2)
+
+for word in $order; do
+	b=${word%%[:@]*}
+	variant=
+	case $word in *:*) variant=${word#*:}; variant=${variant%%@*} ;; esac
+	ops=$OPS
+	case $word in *@*) ops=${word#*@} ;; esac
+	case $variant in
+	"") vopt= ;;
+	scattered) vopt="--layout scattered" ;;
+	waker-ops) vopt="--waker-ops" ;;
+	*)
+		echo "guest-bench: $word: unknown variant '$variant' (scattered, waker-ops)" >&2
+		rc=1
+		continue
+		;;
+	esac
 	for t in ${TYPES:-default}; do
 		topt=
+		cpuopt=
+		loops=$LOOPS
 		[ "$t" = default ] || topt="-t $t"
-		echo "guest-bench: $b type $t ops $OPS" >&2
-		# shellcheck disable=SC2086 # topt and EXTRA are option lists
-		./opbench -n "$OPS" $topt -l "$LOOPS" -s "$SAMPLES" -w "$WARMUP" \
-			${EXTRA:-} "$b" >> opbench.json 2>> opbench.log
+		if [ "$b" = preempt ]; then
+			cpus_online 0
+			cpuopt="-c 0"
+			loops=${PREEMPT_LOOPS:-$LOOPS}
+		fi
+		echo "guest-bench: $word type $t ops $ops" >&2
+		# shellcheck disable=SC2086 # the options are lists
+		./opbench -n "$ops" $topt $cpuopt $vopt -l "$loops" -s "$SAMPLES" -w "$WARMUP" \
+			--seed "$seed" ${EXTRA:-} "$b" >> opbench.json 2>> opbench.log
 		st=$?
+		[ "$b" = preempt ] && cpus_online 1
 		# 1: a gate failed (recorded; the analysis drops those cells).
 		if [ $st = 1 ] && [ $rc = 0 ]; then
 			rc=3
@@ -43,5 +93,21 @@ for b in $BENCHES; do
 		fi
 	done
 done
+
+# perf's own benchmarks in the same boot, beside syscall and switch at N=0:
+# their figures are the guest's clock (gettimeofday) over whole runs, ticks
+# included; the analysis converts them with opbench's clock record.
+if [ "${PERF_BENCH:-0}" = 1 ]; then
+	if command -v perf > /dev/null; then
+		{
+			echo "== syscall basic"
+			taskset -c 0 perf bench syscall basic -l "${PERF_LOOPS:-200000}" 2>&1
+			echo "== sched pipe -T"
+			taskset -c 0 perf bench sched pipe -T -l "${PERF_PIPE_LOOPS:-20000}" 2>&1
+		} > perf-bench.txt
+	else
+		echo "perf: not installed in the guest" > perf-bench.txt
+	fi
+fi
 
 exit $rc

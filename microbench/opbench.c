@@ -8,12 +8,19 @@
  * Emits one JSON record per line on stdout: a "sample" record per timed
  * batch, a "gate" record per cell (did the operations run when they
  * should, and only then), or an "unsupported" record when the kernel
- * refuses the operations. Progress goes to stderr. Times come from
- * clock_gettime(CLOCK_MONOTONIC) around whole batches: it is a vDSO call
- * with no syscall, it counts in nanoseconds on every kernel and under every
- * QEMU accelerator (under -icount it counts executed instructions), and a
- * batch of thousands of iterations makes its own cost negligible. rdtscp
- * would tie the records to a TSC frequency the guest only estimates.
+ * refuses the operations, and one "clock" record per run. Progress goes to
+ * stderr.
+ *
+ * Every timed iteration is read with the TSC on its own (tsc_now()), and a
+ * sample's figure is the median of its iterations: an interrupt lands in a
+ * few iterations and moves no median, so a shift of one instruction per
+ * iteration shows under QEMU icount, where a tick is an instruction. The
+ * "clock" record measures what a tick is on this machine rather than
+ * trusting the guest's calibration: ticks per instruction of a known loop,
+ * and the guest's CLOCK_MONOTONIC nanoseconds per tick. Every iteration also
+ * arms the first and last watched destination word before it and reads them
+ * after it: a sample whose walks did not happen, or happened when they
+ * should not, is recorded as invalid.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,15 +39,21 @@
 
 /*
  * One row per benchmark: its name, what it does, how many list walks one
- * timed loop makes, and the operation type it uses unless --type says
- * otherwise (migrate's CPU-strided slot is what a migration changes).
+ * timed loop makes, what each timed iteration must show on the watched
+ * words, and the operation type it uses unless --type says otherwise
+ * (migrate's CPU-strided slot is what a migration changes).
  */
 static const struct bench benches[] = {
-	{ "syscall", "getppid() round trip: no schedule, so no walk", 0, OP_NULL, bench_syscall },
-	{ "switch", "sched_yield() ping-pong of two threads on one CPU", 2, OP_NULL, bench_switch },
-	{ "preempt", "two spinning threads on one CPU: cost per preemption", 1, OP_NULL, bench_preempt },
-	{ "signal", "raise(), empty handler, return", 1, OP_NULL, bench_signal },
-	{ "migrate", "sched_setaffinity() bounce between two CPUs", 2, OP_CPU, bench_migrate },
+	{ "syscall", "getppid() round trip: no schedule, so no walk", 0,
+	  EXPECT_NONE, OP_NULL, bench_syscall },
+	{ "switch", "sched_yield() ping-pong of two threads on one CPU", 2,
+	  EXPECT_SWITCH, OP_NULL, bench_switch },
+	{ "preempt", "a SCHED_FIFO waker preempts a spinner: one gap per preemption", 1,
+	  EXPECT_SWITCH, OP_NULL, bench_preempt },
+	{ "signal", "raise(), empty handler, return", 1,
+	  EXPECT_ALWAYS, OP_NULL, bench_signal },
+	{ "migrate", "sched_setaffinity() bounce between two CPUs", 2,
+	  EXPECT_ALWAYS, OP_CPU, bench_migrate },
 };
 
 #define NR_BENCHES	(int)(sizeof(benches) / sizeof(benches[0]))
@@ -58,14 +71,92 @@ double now_ns(void)
 }
 
 /*
- * Start a timed sample: note the thread's context switches, then the time.
- * emit_sample() reports the switches the sample saw, so that the analysis
- * can tell when a loop did not switch as often as it should have.
+ * Start a timed sample: note the thread's context switches. emit_sample()
+ * reports the switches the sample saw beside what its iterations showed.
  */
-double sample_start(struct bench_ctx *ctx)
+void sample_start(struct bench_ctx *ctx)
 {
 	ctx->switches0 = nr_switches();
-	return now_ns();
+}
+
+/* @n iterations of a two-instruction loop (dec, jnz). */
+static void known_loop(long n)
+{
+	asm volatile("1: dec %0\n\tjnz 1b" : "+r"(n) : : "cc");
+}
+
+/* The fewest TSC ticks @n known iterations took in @tries runs. */
+static uint64_t min_ticks(long n, int tries, double *ns)
+{
+	uint64_t best = UINT64_MAX;
+
+	for (int i = 0; i < tries; i++) {
+		double t0 = now_ns();
+		uint64_t a = tsc_now(), d;
+
+		known_loop(n);
+		d = tsc_now() - a;
+		if (d < best) {
+			best = d;
+			*ns = now_ns() - t0;
+		}
+	}
+	return best;
+}
+
+/*
+ * What one TSC tick is here, measured, not assumed: the ticks a loop of a
+ * known number of instructions takes (the difference of two lengths, so
+ * the reads' own cost cancels; the fewest of several runs, so an interrupt
+ * does not count), and the guest's CLOCK_MONOTONIC nanoseconds per tick.
+ * Under QEMU icount ticks_per_insn is 1: a tick is an instruction.
+ */
+void emit_clock(void)
+{
+	const long n1 = 20000, n2 = 120000;
+	double ns1, ns2;
+	uint64_t t1 = min_ticks(n1, 25, &ns1), t2 = min_ticks(n2, 25, &ns2);
+
+	printf("{\"kind\":\"clock\",\"flavour\":\"%s\",\"kernel\":\"%s\","
+	       "\"clock\":\"tsc\",\"insns\":%ld,\"ticks\":%llu,"
+	       "\"ticks_per_insn\":%.6f,\"ns_per_tick\":%.6f}\n",
+	       flavour, uts.release, 2 * (n2 - n1),
+	       (unsigned long long)(t2 - t1), (double)(t2 - t1) / (2 * (n2 - n1)),
+	       t2 > t1 ? (ns2 - ns1) / (double)(t2 - t1) : 0.0);
+	fflush(stdout);
+}
+
+int iters_alloc(struct iters *it, long n)
+{
+	long cap = 1;
+
+	if (n > ITERS_MAX)
+		n = ITERS_MAX;
+	while (cap < n)
+		cap <<= 1;
+	it->dt = calloc(cap, sizeof(*it->dt));
+	it->bits = calloc(cap, sizeof(*it->bits));
+	it->n = n;
+	it->mask = cap - 1;
+	it->full = 0;
+	if (it->dt && it->bits)
+		return 0;
+	iters_free(it);
+	return -1;
+}
+
+void iters_free(struct iters *it)
+{
+	free(it->dt);
+	free(it->bits);
+	memset(it, 0, sizeof(*it));
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
 }
 
 int pin_self(int cpu)
@@ -114,35 +205,130 @@ void progress(const char *fmt, ...)
 }
 
 /* The fields every record starts with. */
-static void head(struct bench_ctx *ctx, const char *kind)
+void emit_head(struct bench_ctx *ctx, const char *kind)
 {
 	printf("{\"kind\":\"%s\",\"bench\":\"%s\",\"flavour\":\"%s\","
 	       "\"kernel\":\"%s\",\"nr_ops\":%d,\"op_type\":\"%s\",\"reg\":\"%s\","
-	       "\"cpu\":%d",
+	       "\"cpu\":%d,\"layout\":\"%s\"",
 	       kind, ctx->bench, flavour, uts.release, ctx->nr_ops,
-	       op_type_name(ctx->type), reg_mode_name(ctx->reg), ctx->cpu);
+	       op_type_name(ctx->type), reg_mode_name(ctx->reg), ctx->cpu,
+	       layout_name(ctx->layout));
 }
 
-void emit_sample(struct bench_ctx *ctx, int sample, double ns, long loops,
-		 const char *unit_of_loop)
+static const char *const expect_names[] = {
+	[EXPECT_NONE] = "none", [EXPECT_ALWAYS] = "always",
+	[EXPECT_SWITCH] = "switch",
+};
+
+/*
+ * One sample: the median of its iterations' ticks, over the iterations that
+ * showed what the benchmark expects (the others are counted, not timed), and
+ * the per-iteration gate. An iteration violates the gate when only some of
+ * the watched words changed (a walk stopped part way), when an expected walk
+ * did not happen, or when the words changed although nothing was expected
+ * and the thread was not switched out. Returns whether the sample is valid.
+ */
+bool emit_sample(struct bench_ctx *ctx, int sample, const struct iters *it,
+		 const char *unit_of_loop, long partner_violations)
 {
 	long sw = ctx->switches0 >= 0 ? nr_switches() - ctx->switches0 : -1;
+	long counted = 0, walked = 0, no_event = 0, partial = 0, missed = 0;
+	long outliers = 0, unexpected = 0;
+	uint64_t *v = malloc(it->n * sizeof(*v)), sum = 0, med = 0, p10 = 0, p90 = 0;
+	const char *why = "";
+	bool valid;
 
-	head(ctx, "sample");
-	printf(",\"sample\":%d,\"loops\":%ld,\"loop\":\"%s\",\"ns\":%.0f,"
-	       "\"ns_per_loop\":%.3f,\"better\":\"lower\",\"walks_per_loop\":%d,",
-	       sample, loops, unit_of_loop, ns, ns / loops, ctx->walks);
+	if (!v) {
+		fprintf(stderr, "opbench: out of memory\n");
+		exit(1);
+	}
+	for (long i = 0; i < it->n; i++) {
+		uint8_t b = it->bits[i] & ~IT_SWITCHED;
+		bool switched = it->bits[i] & IT_SWITCHED;
+		bool all = it->full && b == it->full;
+		bool take = false;
+
+		sum += it->dt[i];
+		if (b && !all)
+			partial++;
+		walked += all;
+		switch (ctx->expect) {
+		case EXPECT_NONE:
+			take = !b;
+			break;
+		case EXPECT_ALWAYS:
+			take = ctx->nr_ops ? all : !b;
+			missed += ctx->nr_ops && !b;
+			break;
+		case EXPECT_SWITCH:
+			if (!switched) {
+				no_event++;
+				unexpected += all;
+				break;
+			}
+			take = ctx->nr_ops ? all : !b;
+			missed += ctx->nr_ops && !b;
+			break;
+		}
+		if (take)
+			v[counted++] = it->dt[i];
+	}
+	if (counted) {
+		qsort(v, counted, sizeof(*v), cmp_u64);
+		med = v[counted / 2];
+		p10 = v[counted / 10];
+		p90 = v[counted * 9 / 10];
+		for (long i = 0; i < counted; i++)
+			outliers += v[i] > 2 * med;
+	}
+	free(v);
+	/*
+	 * A walk needs a switch: more walked iterations than switches is a
+	 * bug (checked when every iteration was kept).
+	 */
+	if (it->n < ctx->loops)
+		sw = -1;
+	if (ctx->expect != EXPECT_ALWAYS && sw >= 0 && walked > sw)
+		unexpected += walked - sw;
+	if (partial)
+		why = "a walk rewrote some watched words and not others";
+	else if (missed)
+		why = "an expected walk did not happen";
+	else if (ctx->expect == EXPECT_NONE && sw >= 0 && walked > sw)
+		why = "words rewritten in more iterations than the thread was switched out";
+	else if (partner_violations)
+		why = "the partner thread's operations did not run";
+	else if (counted * 2 < it->n)
+		why = "fewer than half the iterations showed the expected event";
+	valid = !*why;
+	emit_head(ctx, "sample");
+	printf(",\"sample\":%d,\"loops\":%ld,\"loop\":\"%s\",\"clock\":\"tsc\","
+	       "\"tsc_median\":%llu,\"tsc_p10\":%llu,\"tsc_p90\":%llu,"
+	       "\"tsc_mean\":%.3f,\"kept\":%ld,\"counted\":%ld,\"outliers\":%ld,"
+	       "\"expect\":\"%s\",\"walked\":%ld,\"no_event\":%ld,"
+	       "\"partial\":%ld,\"missed\":%ld,\"unexpected\":%ld,"
+	       "\"partner_violations\":%ld,\"better\":\"lower\","
+	       "\"walks_per_loop\":%d,",
+	       sample, ctx->loops, unit_of_loop, (unsigned long long)med,
+	       (unsigned long long)p10, (unsigned long long)p90,
+	       (double)sum / it->n, it->n, counted, outliers,
+	       expect_names[ctx->expect], walked, no_event, partial, missed,
+	       unexpected, partner_violations, ctx->walks);
 	if (sw >= 0)
-		printf("\"switches_per_loop\":%.4f,", (double)sw / loops);
-	printf("\"clock\":\"CLOCK_MONOTONIC\"}\n");
+		printf("\"switches_per_loop\":%.4f,", (double)sw / ctx->loops);
+	printf("\"valid\":%s,\"why\":\"%s\"}\n", valid ? "true" : "false", why);
 	ctx->switches0 = -1;
 	fflush(stdout);
+	if (!valid)
+		progress("%s N=%d sample %d INVALID: %s", ctx->bench, ctx->nr_ops,
+			 sample, why);
+	return valid;
 }
 
 void emit_gate(struct bench_ctx *ctx, const char *what, long expected,
 	       long seen, bool valid, const char *detail)
 {
-	head(ctx, "gate");
+	emit_head(ctx, "gate");
 	printf(",\"check\":\"%s\",\"resets_expected\":%ld,\"resets_seen\":%ld,"
 	       "\"valid\":%s,\"detail\":\"%s\"}\n",
 	       what, expected, seen, valid ? "true" : "false", detail);
@@ -154,7 +340,7 @@ void emit_gate(struct bench_ctx *ctx, const char *what, long expected,
 
 void emit_unsupported(struct bench_ctx *ctx, int err, const char *why)
 {
-	head(ctx, "unsupported");
+	emit_head(ctx, "unsupported");
 	printf(",\"errno\":%d,\"why\":\"%s\"}\n", -err, why);
 	fflush(stdout);
 	progress("%s N=%d: unsupported here: %s", ctx->bench, ctx->nr_ops, why);
@@ -180,7 +366,8 @@ int thread_setup(struct bench_ctx *ctx, struct thread_ops *to)
 			return 1;
 		}
 	}
-	err = ops_register(to, area, ctx->type, ctx->nr_ops, ctx->no_ops);
+	err = ops_register(to, area, ctx->type, ctx->nr_ops, ctx->layout,
+			   ctx->no_ops);
 	if (!err)
 		return 0;
 	if (err == -OB_ENOTSUPP)
@@ -192,6 +379,50 @@ int thread_setup(struct bench_ctx *ctx, struct thread_ops *to)
 	else
 		emit_unsupported(ctx, err, "operation registration refused");
 	return 1;
+}
+
+static const struct bench *find_bench(const char *name)
+{
+	for (int i = 0; i < NR_BENCHES; i++)
+		if (!strcmp(benches[i].name, name))
+			return &benches[i];
+	return NULL;
+}
+
+/*
+ * Put the cells of one benchmark in an order drawn from @seed and its name
+ * (Fisher-Yates with a 64-bit xorshift), so that N is not confounded with
+ * the time into the boot. Seed 0 keeps the order given.
+ */
+static void shuffle(int *v, int n, unsigned int seed, const char *name)
+{
+	uint64_t x = seed * 0x9e3779b97f4a7c15ULL;
+
+	if (!seed)
+		return;
+	for (const char *c = name; *c; c++)
+		x = (x ^ (unsigned char)*c) * 0x100000001b3ULL;
+	for (int i = n - 1; i > 0; i--) {
+		int j, t;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		j = x % (uint64_t)(i + 1);
+		t = v[i];
+		v[i] = v[j];
+		v[j] = t;
+	}
+}
+
+static void emit_order(const char *bench, unsigned int seed, const int *v, int n)
+{
+	printf("{\"kind\":\"order\",\"bench\":\"%s\",\"flavour\":\"%s\","
+	       "\"seed\":%u,\"nr_ops\":[", bench, flavour, seed);
+	for (int i = 0; i < n; i++)
+		printf("%s%d", i ? "," : "", v[i]);
+	printf("]}\n");
+	fflush(stdout);
 }
 
 static void usage(FILE *f)
@@ -214,6 +445,13 @@ static void usage(FILE *f)
 		"  -q, --quiet         no progress on stderr\n"
 		"      --no-ops        set up operations but do not register them\n"
 		"                      (tests the correctness gate: it must fail)\n"
+		"      --period-us N   preempt: the waker's period (default 331, prime)\n"
+		"      --waker-ops     preempt: the waker registers N operations too\n"
+		"      --pad N         syscall: N more instructions per call (0..64),\n"
+		"                      a known answer for the analysis\n"
+		"      --seed N        order of the cells (default 0: as given)\n"
+		"      --layout L      packed (default): nodes in list order, or\n"
+		"                      scattered: one node per page, list shuffled\n"
 		"  -h, --help\n");
 }
 
@@ -283,15 +521,20 @@ int main(int argc, char **argv)
 		{ "flavour", required_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "no-ops", no_argument, NULL, 'N' },
+		{ "period-us", required_argument, NULL, 'P' },
+		{ "waker-ops", no_argument, NULL, 'W' },
+		{ "pad", required_argument, NULL, 'p' },
+		{ "seed", required_argument, NULL, 'R' },
+		{ "layout", required_argument, NULL, 'Y' },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
 	struct bench_ctx base = {
 		.reg = REG_OWN, .type = OP_NR, .loops = 10000, .samples = 20,
-		.warmup = 2, .cpu = -1, .cpu2 = -1,
+		.warmup = 2, .cpu = -1, .cpu2 = -1, .period_us = 331,
 	};
 	int ops[64] = { 0, 1, OB_RSEQ_OP_LIST_LIMIT }, nops = 3;
-	int opt, ret = 0, ran = 0;
+	int opt, ret = 0;
 
 	while ((opt = getopt_long(argc, argv, "n:t:r:l:s:w:c:C:f:qh", lopts, NULL)) != -1) {
 		switch (opt) {
@@ -351,6 +594,33 @@ int main(int argc, char **argv)
 		case 'N':
 			base.no_ops = true;
 			break;
+		case 'P':
+			base.period_us = parse_num("--period-us", optarg, 10);
+			break;
+		case 'W':
+			base.waker_ops = true;
+			break;
+		case 'p':
+			base.pad = parse_num("--pad", optarg, 0);
+			if (base.pad > 64) {
+				fprintf(stderr, "opbench: --pad %d: at most 64\n", base.pad);
+				return 2;
+			}
+			break;
+		case 'R':
+			base.seed = parse_num("--seed", optarg, 0);
+			break;
+		case 'Y':
+			if (!strcmp(optarg, "packed")) {
+				base.layout = LAYOUT_PACKED;
+			} else if (!strcmp(optarg, "scattered")) {
+				base.layout = LAYOUT_SCATTERED;
+			} else {
+				fprintf(stderr, "opbench: --layout '%s': want packed or scattered\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -380,18 +650,25 @@ int main(int argc, char **argv)
 	}
 	if (base.reg != REG_GLIBC)
 		reexec_without_glibc_rseq(argv, "opbench", !quiet);
+	if (strcmp(argv[optind], "all") && !find_bench(argv[optind])) {
+		fprintf(stderr, "opbench: no benchmark '%s' (see --list)\n", argv[optind]);
+		return 2;
+	}
+	emit_clock();
 
 	for (int b = 0; b < NR_BENCHES; b++) {
 		if (strcmp(argv[optind], "all") && strcmp(argv[optind], benches[b].name))
 			continue;
-		ran++;
 		/* perf and bpftrace see the benchmark's name. */
 		prctl(PR_SET_NAME, (unsigned long)benches[b].name, 0, 0, 0);
+		shuffle(ops, nops, base.seed, benches[b].name);
+		emit_order(benches[b].name, base.seed, ops, nops);
 		for (int i = 0; i < nops; i++) {
 			struct bench_ctx ctx = base;
 
 			ctx.bench = benches[b].name;
 			ctx.walks = benches[b].walks;
+			ctx.expect = benches[b].expect;
 			ctx.switches0 = -1;
 			ctx.nr_ops = ops[i];
 			if (ctx.type == OP_NR)
@@ -402,10 +679,6 @@ int main(int argc, char **argv)
 			if (benches[b].fn(&ctx))
 				ret = 1;
 		}
-	}
-	if (!ran) {
-		fprintf(stderr, "opbench: no benchmark '%s' (see --list)\n", argv[optind]);
-		return 2;
 	}
 	return ret;
 }

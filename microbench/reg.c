@@ -22,7 +22,6 @@
 #include "opbench.h"
 
 #define OB_RSEQ_SIG	0x53053053
-#define MARK		0x6d61726bULL	/* what ops_arm() writes */
 
 extern __attribute__((weak)) const unsigned int __rseq_size;
 extern __attribute__((weak)) const ptrdiff_t __rseq_offset;
@@ -160,30 +159,80 @@ static size_t slots(enum op_type t)
 	return (t == OP_CPU || t == OP_MMCID) ? STRIDE_SLOTS : 1;
 }
 
+const char *layout_name(enum layout l)
+{
+	return l == LAYOUT_SCATTERED ? "scattered" : "packed";
+}
+
+#define NODE_PAGE	4096
+
+/* Node @i of @to, wherever its layout put it. */
+static char *node_at(struct thread_ops *to, int i)
+{
+	if (to->layout == LAYOUT_SCATTERED)
+		return (char *)to->nodes + (size_t)to->page[i] * NODE_PAGE;
+	return (char *)to->nodes + i * node_size(to->type);
+}
+
 /*
- * Register @nr operations of @type on this thread; 0 or -errno of the first
- * refusal (-EINVAL on a kernel without RSEQ operations, -ENOTSUPP on a
- * legacy area). @pretend sets everything up but registers nothing: the
- * benchmarks' gate must then fail, which is how its failing is tested.
+ * Lay out @nr nodes: packed, or one per page in an order drawn from a fixed
+ * seed (the same in every run, so that boots measure the same layout).
+ */
+static int nodes_alloc(struct thread_ops *to, int nr)
+{
+	size_t nsz = node_size(to->type);
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+
+	if (to->layout == LAYOUT_PACKED) {
+		to->nodes = aligned_alloc(64, ((nr * nsz) + 63) & ~63UL);
+		if (!to->nodes)
+			return -ENOMEM;
+		memset(to->nodes, 0, nr * nsz);
+		return 0;
+	}
+	to->nodes = aligned_alloc(NODE_PAGE, (size_t)nr * NODE_PAGE);
+	to->page = calloc(nr, sizeof(*to->page));
+	if (!to->nodes || !to->page)
+		return -ENOMEM;
+	memset(to->nodes, 0, (size_t)nr * NODE_PAGE);
+	for (int i = 0; i < nr; i++)
+		to->page[i] = i;
+	for (int i = nr - 1; i > 0; i--) {
+		int j, t;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		j = x % (uint64_t)(i + 1);
+		t = to->page[i];
+		to->page[i] = to->page[j];
+		to->page[j] = t;
+	}
+	return 0;
+}
+
+/*
+ * Register @nr operations of @type on this thread, laid out as @layout; 0
+ * or -errno of the first refusal (-EINVAL on a kernel without RSEQ
+ * operations, -ENOTSUPP on a legacy area). @pretend sets everything up but
+ * registers nothing: the benchmarks' gate must then fail, which is how its
+ * failing is tested.
  */
 int ops_register(struct thread_ops *to, struct ob_rseq *area, enum op_type type,
-		 int nr, bool pretend)
+		 int nr, enum layout layout, bool pretend)
 {
-	size_t nsz = node_size(type);
-
 	memset(to, 0, sizeof(*to));
 	to->area = area;
 	to->type = type;
+	to->layout = layout;
 	to->src = MARK ^ 0x5555;
 	if (!nr)
 		return 0;
-	to->nodes = aligned_alloc(64, ((nr * nsz) + 63) & ~63UL);
 	to->words = aligned_alloc(64, ((nr * slots(type) * 8) + 63) & ~63UL);
-	if (!to->nodes || !to->words)
+	if (!to->words || nodes_alloc(to, nr))
 		return -ENOMEM;
-	memset(to->nodes, 0, nr * nsz);
 	for (int i = 0; i < nr; i++) {
-		char *n = (char *)to->nodes + i * nsz;
+		char *n = node_at(to, i);
 		uint64_t *dst = to->words + i * slots(type);
 		struct ob_rseq_op_reset *r = (void *)n;
 		struct ob_rseq_op_reset_with_stride *s = (void *)n;
@@ -232,12 +281,11 @@ static int nr_nodes(struct thread_ops *to)
 
 void ops_unregister(struct thread_ops *to)
 {
-	size_t nsz = node_size(to->type);
-
 	for (int i = 0; i < to->nr; i++)
 		prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_UNREGISTER,
-		      (unsigned long)((char *)to->nodes + i * nsz), 0, 0);
+		      (unsigned long)node_at(to, i), 0, 0);
 	free(to->nodes);
+	free(to->page);
 	free(to->words);
 	memset(to, 0, sizeof(*to));
 }
@@ -267,4 +315,70 @@ long ops_count_reset(struct thread_ops *to)
 		}
 	}
 	return seen;
+}
+
+/*
+ * The slot a strided operation writes for a thread on @cpu: the CPU itself,
+ * or the mm_cid the kernel last published in the thread's rseq area; 0 for
+ * the types that are not strided.
+ */
+int ops_slot(struct thread_ops *to, int cpu)
+{
+	if (to->type == OP_CPU)
+		return cpu;
+	if (to->type == OP_MMCID && to->area)
+		return __atomic_load_n(&to->area->mm_cid, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/*
+ * How many operations rewrote @slot and no other of their slots since
+ * ops_arm(): a strided store into the slot of a CPU the thread is not on
+ * counts against it.
+ */
+long ops_count_exact(struct thread_ops *to, int slot)
+{
+	size_t ns = slots(to->type);
+	long ok = 0;
+
+	if ((size_t)slot >= ns)
+		return 0;
+	for (int i = 0; i < nr_nodes(to); i++) {
+		bool mine = false, other = false;
+
+		for (size_t j = 0; j < ns; j++) {
+			bool changed = __atomic_load_n(&to->words[i * ns + j],
+						       __ATOMIC_RELAXED) != MARK;
+
+			if (j == (size_t)slot)
+				mine = changed;
+			else
+				other |= changed;
+		}
+		ok += mine && !other;
+	}
+	return ok;
+}
+
+/*
+ * Add to @w the destinations of the first and the last operation in @slot,
+ * or two dummy words when none is registered.
+ */
+void watch_add(struct watch *w, struct thread_ops *to, int slot)
+{
+	int n = nr_nodes(to);
+	size_t ns = slots(to->type);
+
+	for (int k = 0; k < 2 && w->nr < WATCH_MAX; k++, w->nr++) {
+		if (n)
+			w->w[w->nr] = &to->words[(k ? n - 1 : 0) * ns + slot];
+		else
+			w->w[w->nr] = &w->dummy[w->nr];
+	}
+}
+
+void watch_ops(struct watch *w, struct thread_ops *to, int slot)
+{
+	w->nr = 0;
+	watch_add(w, to, slot);
 }

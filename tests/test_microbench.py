@@ -3,6 +3,7 @@
 correctness gate in the guest (rig)."""
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -12,9 +13,11 @@ from conftest import TOP
 
 RUNNER = os.path.join(TOP, "vm-images", "guest-run")
 SAMPLE_KEYS = {"kind", "bench", "flavour", "kernel", "nr_ops", "op_type",
-               "reg", "cpu", "sample", "loops", "loop", "ns", "ns_per_loop",
-               "better", "walks_per_loop",
-               "clock"}
+               "reg", "cpu", "sample", "loops", "loop", "clock", "tsc_median",
+               "tsc_p10", "tsc_p90", "tsc_mean", "counted", "outliers",
+               "expect", "walked", "no_event", "partial", "missed",
+               "unexpected", "partner_violations", "better",
+               "walks_per_loop", "valid", "why"}
 GATE_KEYS = {"kind", "bench", "flavour", "kernel", "nr_ops", "op_type", "reg",
              "cpu", "check", "resets_expected", "resets_seen", "valid",
              "detail"}
@@ -73,6 +76,7 @@ def test_list_gives_each_benchmarks_default_type(opbench):
     (["-t", "reset3", "syscall"], "want reset4, reset8, null, cpu or mmcid"),
     (["-r", "v3", "syscall"], "want own, legacy or glibc"),
     (["-l", "0", "syscall"], "--loops '0' is not a number >= 1"),
+    (["--pad", "65", "syscall"], "--pad 65: at most 64"),
     (["nosuch"], "no benchmark 'nosuch'"),
     ([], "name one benchmark"),
 ])
@@ -104,10 +108,14 @@ def test_records_on_host(opbench):
     samples = [x for x in recs if x["kind"] == "sample"]
     assert len(samples) == 3
     for s in samples:
-        assert SAMPLE_KEYS <= set(s)
+        assert SAMPLE_KEYS <= set(s), SAMPLE_KEYS - set(s)
         assert s["nr_ops"] == 0 and s["flavour"] == "host"
-        assert s["loops"] == 100 and s["ns"] > 0
-        assert abs(s["ns_per_loop"] - s["ns"] / 100) < 0.01
+        assert s["loops"] == 100 and s["tsc_median"] > 0
+        assert s["tsc_p10"] <= s["tsc_median"] <= s["tsc_p90"]
+        assert s["counted"] == 100 and s["valid"] is True
+    clock = [x for x in recs if x["kind"] == "clock"]
+    assert len(clock) == 1 and clock[0]["ticks_per_insn"] > 0
+    assert [x["nr_ops"] for x in recs if x["kind"] == "order"] == [[0, 1]]
     gates = [x for x in recs if x["kind"] == "gate"]
     assert {g["check"] for g in gates} == {"no-walk-without-schedule",
                                            "walk-after-schedule"}
@@ -119,17 +127,31 @@ def test_records_on_host(opbench):
     assert len(unsup) == 1 and unsup[0]["nr_ops"] == 1
 
 
+def test_seed_orders_the_cells(opbench):
+    """--seed shuffles N, the same way for the same seed; 0 keeps it."""
+    def order(*seed):
+        r = run(opbench, "-n", "0,1,2,4,8,16", "-l", "1", "-s", "1", "-w",
+                "0", *seed, "-r", "legacy", "syscall")
+        return [x["nr_ops"] for x in records(r.stdout)
+                if x["kind"] == "order"][0]
+    assert order() == order("--seed", "0") == [0, 1, 2, 4, 8, 16]
+    assert order("--seed", "7") == order("--seed", "7")
+    assert sorted(order("--seed", "7")) == [0, 1, 2, 4, 8, 16]
+    assert order("--seed", "7") != order("--seed", "8")
+
+
 def test_legacy_area_gets_no_operations(opbench):
     r = run(opbench, "-r", "legacy", "-n", "1", "-l", "10", "-s", "1",
             "syscall")
     assert r.returncode == 0, r.stderr
-    recs = records(r.stdout)
+    recs = [x for x in records(r.stdout) if x["kind"] not in ("clock",
+                                                               "order")]
     assert [x["kind"] for x in recs] == ["unsupported"]
     assert recs[0]["reg"] == "legacy"
 
 
 def guest(opbench, flavour, image, tmp_path, *args, kconfig="default",
-          benches=None):
+          benches=None, accel="tcg"):
     """opbench ARGS in a guest of FLAVOUR; with benches, one run per
     benchmark named (opbench takes one, or all), the worst status kept."""
     if benches:
@@ -140,7 +162,7 @@ def guest(opbench, flavour, image, tmp_path, *args, kconfig="default",
         sh = "./opbench -q %s > out.json" % " ".join(args)
     r = subprocess.run(
         [RUNNER, "--flavour", flavour, "--kconfig", kconfig, "--out",
-         str(tmp_path), "--accel", "tcg", "--timeout", "600",
+         str(tmp_path), "--accel", accel, "--timeout", "600",
          "--copy", opbench, "--", "sh", "-c", sh],
         capture_output=True, text=True, timeout=700)
     recs = records((tmp_path / "out.json").read_text())
@@ -157,7 +179,9 @@ def test_gate_passes_on_ops(guest_opbench, flavours, image, tmp_path):
     bad = [g for g in gates if not g["valid"]]
     assert not bad, bad
     assert {s["bench"] for s in recs if s["kind"] == "sample"} == {
-        "syscall", "switch", "preempt", "signal", "migrate"}
+        "syscall", "switch", "signal", "migrate"}
+    assert {s["bench"] for s in recs if s["kind"] == "gaps"} == {"preempt"}
+    assert all(s["valid"] for s in recs if s["kind"] == "sample")
     assert all(s["flavour"] == "ops" for s in recs)
 
 
@@ -194,8 +218,55 @@ def test_gate_fails_on_the_control(guest_opbench, image, tmp_path):
         g = gates[(b, 4)]
         assert g["valid"] is False, g
         assert (g["resets_expected"], g["resets_seen"]) == (4, 1), g
+    # The per-iteration gate sees it in every sample: the first watched
+    # word rewritten, the last not.
+    samples = {(x["bench"], x["nr_ops"]): x for x in recs
+               if x["kind"] == "sample"}
+    for b in ("switch", "signal"):
+        assert samples[(b, 1)]["valid"] is True, samples[(b, 1)]
+        bad = samples[(b, 4)]
+        assert bad["valid"] is False and bad["partial"] > 0, bad
+        assert "some watched words" in bad["why"], bad
     with open(tmp_path / "kernel-provenance") as f:
         assert "flavour=control\n" in f.read()
+    # And the analysis lists the cells as invalid, dropped.
+    rdir = tmp_path / "results"
+    boot = rdir / "boot-1-control"
+    boot.mkdir(parents=True)
+    shutil.copy(tmp_path / "out.json", boot / "opbench.json")
+    for f in ("vm.json", "kernel-provenance"):
+        shutil.copy(tmp_path / f, boot / f)
+    a = subprocess.run(["/usr/bin/python3", os.path.join(
+        TOP, "analysis", "analyze.py"), str(rdir), "-q"],
+        capture_output=True, text=True)
+    assert a.returncode == 0, a.stderr
+    report = (rdir / "analysis" / "report.txt").read_text()
+    assert "Invalid cells: a gate failed" in report
+    for b in ("switch", "signal"):
+        # opbench names the flavour from uname -r: 7.2.13-control-debug
+        assert re.search(r"%s control\S* N=4 boot 1 \(1 samples\): .*some"
+                         % b, report.replace("\n    ", " ")), report
+
+
+@pytest.mark.rig
+def test_syscall_resolves_one_instruction(guest_opbench, image, tmp_path):
+    """The known answer: --pad 1 adds exactly one instruction per getppid
+    round trip, and under icount every sample's median shows exactly that,
+    whatever ticks fell into the loop."""
+    r, recs = guest(guest_opbench, "baseline", image, tmp_path, "-n", "0",
+                    "-l", "300", "-s", "4", "-w", "1", accel="icount",
+                    benches=("syscall", "--pad 1 syscall"))
+    assert r.returncode == 0, r.stderr + r.stdout
+    med = {}
+    for x in recs:
+        if x["kind"] == "sample":
+            med.setdefault(x["loop"], []).append(x["tsc_median"])
+    assert len(med["getppid"]) == len(med["getppid+pad"]) == 4, med
+    assert len(set(med["getppid"])) == 1, med
+    assert [b - a for a, b in zip(med["getppid"], med["getppid+pad"])] == \
+        [1] * 4, med
+    clock = [x for x in recs if x["kind"] == "clock"]
+    assert clock and all(abs(c["ticks_per_insn"] - 1) < 1e-6 for c in clock)
 
 
 @pytest.mark.rig
@@ -203,5 +274,5 @@ def test_baseline_unsupported_not_crash(guest_opbench, image, tmp_path):
     r, recs = guest(guest_opbench, "baseline", image, tmp_path, "-n", "0,1",
                     "-l", "100", "-s", "1", "-w", "0", "syscall")
     assert r.returncode == 0, r.stderr + r.stdout
-    kinds = [(x["kind"], x["nr_ops"]) for x in recs]
+    kinds = [(x["kind"], x.get("nr_ops")) for x in recs]
     assert ("unsupported", 1) in kinds and ("sample", 0) in kinds
