@@ -3,10 +3,15 @@
 
 Every figure is written as PNG and SVG, sized to stay readable when pasted
 at 800 pixels wide, and titled with kernel, flavours and accelerator:
-    overhead.{png,svg}      overhead against N (log2), one line per benchmark
-    zero-ops.{png,svg}      ops (or any flavour) at N=0 against baseline
-    per-op.{png,svg}        cost per operation (slope b) per benchmark
-    sweep-<bench>.{png,svg} time against N, one line per flavour
+    overhead.{png,svg}      overhead against N (log2), one line per
+                            benchmark and flavour
+    zero-ops.{png,svg}      every flavour at N=0 against baseline, boot by boot
+    per-op.{png,svg}        cost per operation per walk (slope b), as the
+                            report prints it
+    residuals.{png,svg}     what the straight line a + b x N leaves, per N
+    sweep-<bench>.{png,svg} figure against N, one line per flavour
+Every figure is the analysis' own (boot-level) number: the plots, the
+report and the notebook show the same values.
 """
 import os
 
@@ -43,34 +48,44 @@ def label(g):
         "%s (%s)" % (g["bench"], g["op_type"])
 
 
-def overhead(a, run, outdir, flavour="ops"):
-    """Overhead against N=0 on one flavour, log2 N, symlog y."""
+STYLES = ["-", "--", ":", "-."]
+
+
+def overhead(a, run, outdir):
+    """Overhead against N=0 on every flavour with operations, log2 N,
+    symlog y: colour per benchmark, line style per flavour."""
     fig, ax = plt.subplots(figsize=SIZE)
     drawn = 0
+    fls = [f for f in a["flavours"] if any(g["vs_zero"].get(f)
+                                          for g in a["groups"])]
     for i, g in enumerate(a["groups"]):
-        rows = g["vs_zero"].get(flavour)
-        if not rows:
-            continue
-        ns = [r["nr_ops"] for r in rows]
-        d = np.array([r["diff"] for r in rows])
-        lo = np.array([r["diff_ci"][0] for r in rows])
-        hi = np.array([r["diff_ci"][1] for r in rows])
-        c = COLOURS[i % len(COLOURS)]
-        ax.plot(ns, d, "o-", color=c, label=label(g), ms=4)
-        ax.fill_between(ns, lo, hi, color=c, alpha=0.25, lw=0)
-        drawn += 1
+        for j, fl in enumerate(fls):
+            rows = g["vs_zero"].get(fl)
+            if not rows:
+                continue
+            ns = [r["nr_ops"] for r in rows]
+            d = np.array([r["diff"] for r in rows])
+            lo = np.array([(r["diff_ci"] or [r["diff"]] * 2)[0]
+                           for r in rows])
+            hi = np.array([(r["diff_ci"] or [r["diff"]] * 2)[1]
+                           for r in rows])
+            c = COLOURS[i % len(COLOURS)]
+            ax.plot(ns, d, "o" + STYLES[j % len(STYLES)], color=c,
+                    label="%s, %s" % (label(g), fl), ms=4)
+            ax.fill_between(ns, lo, hi, color=c, alpha=0.2, lw=0)
+            drawn += 1
     ax.set_xscale("log", base=2)
     ax.set_yscale("symlog", linthresh=100)
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xlabel("operations registered per thread (N)")
     ax.set_ylabel("%s per loop, N minus N=0 (symlog)" % a["unit"])
-    ax.set_title(title(a, run, "Overhead of N operations on %s, 95%% CI "
-                       "bands" % flavour), fontsize=10)
+    ax.set_title(title(a, run, "Overhead of N operations against N=0, 95% "
+                       "CI bands (boot-level)"), fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     if drawn:
-        ax.legend(fontsize=9)
+        ax.legend(fontsize=8)
     else:
-        ax.text(0.5, 0.5, "no %s sweep in this run" % flavour,
+        ax.text(0.5, 0.5, "no sweep of N in this run",
                 ha="center", transform=ax.transAxes)
     fig.tight_layout()
     return save(fig, outdir, "overhead")
@@ -91,7 +106,8 @@ def zero_ops(a, run, outdir):
             c = cells.get(fl)
             if not c:
                 continue
-            rel = (np.array(c["samples"]) / ref["median"] - 1) * 100
+            rel = (np.array(list(c["per_boot"].values())) / ref["value"]
+                   - 1) * 100
             pos = x + j * 0.8 / max(1, len(flavours))
             ax.boxplot(rel, positions=[pos], widths=0.6 / len(flavours),
                        patch_artist=True, showfliers=False,
@@ -106,7 +122,8 @@ def zero_ops(a, run, outdir):
     ax.set_xticks(ticks)
     ax.set_xticklabels(names)
     ax.axhline(0, color="grey", lw=0.8)
-    ax.set_ylabel("%% against %s median at N=0" % a["reference"])
+    ax.set_ylabel("%% against %s at N=0 (one point per boot's median)"
+                  % a["reference"])
     handles = [plt.Rectangle((0, 0), 1, 1, color=COLOURS[j % len(COLOURS)],
                              alpha=0.5) for j in range(len(flavours))]
     ax.legend(handles, flavours, fontsize=9)
@@ -133,7 +150,8 @@ def per_op(a, run, outdir):
             if not m:
                 continue
             b = m["b"] / walks
-            err = [[b - m["b_ci"][0] / walks], [m["b_ci"][1] / walks - b]]
+            bci = m["b_ci"] or [m["b"]] * 2
+            err = [[b - bci[0] / walks], [bci[1] / walks - b]]
             ax.bar(x + j * width, b, width, yerr=err, capsize=3,
                    color=COLOURS[j % len(COLOURS)],
                    label=fl if x == 0 else None)
@@ -163,9 +181,9 @@ def sweep(a, run, outdir, g):
             continue
         c0 = COLOURS[j % len(COLOURS)]
         ns = np.array([max(c["nr_ops"], 0.5) for c in cells])
-        med = np.array([c["median"] for c in cells])
-        lo = np.array([c["ci"][0] for c in cells])
-        hi = np.array([c["ci"][1] for c in cells])
+        med = np.array([c["value"] for c in cells])
+        lo = np.array([(c["ci"] or [c["value"]] * 2)[0] for c in cells])
+        hi = np.array([(c["ci"] or [c["value"]] * 2)[1] for c in cells])
         ax.errorbar(ns, med, yerr=[med - lo, hi - med], fmt="o", color=c0,
                     ms=4, capsize=2, label=fl)
         m = g["cost"].get(fl)
@@ -178,6 +196,8 @@ def sweep(a, run, outdir, g):
     ax.set_yscale("log")
     ax.set_xlabel("operations registered per thread (N; N=0 drawn at 0.5)")
     ax.set_ylabel("%s per loop (%s)" % (a["unit"], g["loop"]))
+    ax.text(0.01, 0.01, "a + b x N fitted per boot on N >= 1; see "
+            "residuals.png", transform=ax.transAxes, fontsize=8)
     ax.set_title(title(a, run, "%s: time against N" % label(g)), fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=9)
@@ -188,12 +208,43 @@ def sweep(a, run, outdir, g):
     return save(fig, outdir, name)
 
 
+def residuals(a, run, outdir):
+    """Residual of a + b x N at each N, relative to the fit, per benchmark
+    and flavour: a straight line on log axes hides a step; this does not."""
+    fig, ax = plt.subplots(figsize=SIZE)
+    drawn = 0
+    for i, g in enumerate(a["groups"]):
+        for j, (fl, m) in enumerate(sorted(g["cost"].items())):
+            rel = {int(n): v for n, v in m["residuals_rel"].items()}
+            ns = sorted(rel)
+            r = [100 * rel[n] for n in ns]
+            ax.plot(ns, r, "o" + STYLES[j % len(STYLES)],
+                    color=COLOURS[i % len(COLOURS)], ms=4,
+                    label="%s, %s" % (label(g), fl))
+            drawn += 1
+    ax.set_xscale("log", base=2)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xlabel("operations registered per thread (N)")
+    ax.set_ylabel("residual of a + b x N, % of the fitted value")
+    ax.set_title(title(a, run, "What the straight line leaves, per N (mean "
+                       "over boots)"), fontsize=10)
+    ax.grid(True, alpha=0.3)
+    if drawn:
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no cost model in this run", ha="center",
+                transform=ax.transAxes)
+    fig.tight_layout()
+    return save(fig, outdir, "residuals")
+
+
 def plot_all(a, run, outdir):
     os.makedirs(outdir, exist_ok=True)
     paths = []
     paths += overhead(a, run, outdir)
     paths += zero_ops(a, run, outdir)
     paths += per_op(a, run, outdir)
+    paths += residuals(a, run, outdir)
     for g in a["groups"]:
         if len({c["nr_ops"] for c in g["cells"]}) > 1:
             paths += sweep(a, run, outdir, g)

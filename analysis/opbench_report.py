@@ -32,6 +32,9 @@ def num(x, signed=False):
 
 
 def ci(c, signed=False):
+    """An interval, or "[no interval]" when one boot gave none."""
+    if c is None or c[0] is None:
+        return "[no interval]"
     return "[%s, %s]" % (num(c[0], signed), num(c[1], signed))
 
 
@@ -146,49 +149,138 @@ def header(run, a):
     return lines
 
 
-def verdict_block(c, unit):
+def verdict_word(c):
+    return {"difference": "Difference at 95% confidence",
+            "noise": "Difference at 95% confidence, within the A/A floor",
+            "none": "No difference proven at 95% confidence"}[c["verdict"]]
+
+
+def floor_text(aa):
+    if not aa:
+        return "A/A floor unknown (fewer than 3 reference boots)"
+    return "A/A floor %s (sd between %d boots %s)" % (
+        num(aa["floor"]), aa["boots"], num(aa["sd_between"]))
+
+
+def verdict_block(c, unit, aa):
     """ministat-style verdict lines for one comparison."""
-    lines = []
-    if c["verdict"] == "difference":
-        lines.append("  Difference at 95% confidence")
-    elif c["verdict"] == "noise":
-        lines.append("  Difference at 95% confidence, within the A/A "
-                     "noise floor")
-    else:
-        lines.append("  No difference proven at 95% confidence")
+    lines = ["  " + verdict_word(c)]
     lines.append("    %s %s %s" % (num(c["diff"], True),
                                    ci(c["diff_ci"], True), unit))
-    if not math.isnan(c["ratio"]):
-        lines.append("    %s [%s, %s]" % (pct(c["ratio"]),
-                                          pct(c["ratio_ci"][0]),
-                                          pct(c["ratio_ci"][1])))
-    floor = ("noise floor %s (A/A, %d boots)" % (num(c["noise_floor"]),
-                                                  c.get("aa_boots", 0))
-             if c["noise_floor"] is not None else
-             "noise floor unknown (one boot)")
-    lines += textwrap.wrap("Mann-Whitney p=%s (n=%d/%d); %s; smallest "
-                           "detectable %s" % (
-                               pval(c["p"]), c["n"][0], c["n"][1], floor,
-                               num(c["detectable"])), WIDTH,
+    if c.get("ratio") is not None and not math.isnan(c["ratio"]):
+        lines.append("    %s %s" % (pct(c["ratio"]), pct_ci(c["ratio_ci"])))
+    lines += textwrap.wrap("Welch t on per-boot medians, p=%s (boots %d/%d); "
+                           "%s; smallest detectable %s" % (
+                               pval(c["p"]), c["k"][0], c["k"][1],
+                               floor_text(aa), num(c["detectable"])), WIDTH,
                            initial_indent="    ", subsequent_indent="    ")
     for w in c["warnings"]:
-        lines.append("    ! " + w)
+        lines += textwrap.wrap("! " + w, WIDTH, initial_indent="    ",
+                               subsequent_indent="      ")
     return lines
+
+
+def pct_ci(c):
+    if c is None or c[0] is None:
+        return ""
+    return "[%s, %s]" % (pct(c[0]), pct(c[1]))
 
 
 MARK = {"difference": "*", "noise": "~", "none": " "}
 
 
-def slope_lines(m, walks, unit):
-    """b per loop and, when the loop walks, per walk and a 2048-node walk."""
-    lines = ["  b = %s %s %s per operation per loop" % (
-        num(m["b"]), ci(m["b_ci"]), unit)]
+def per_walk(m, key, walks):
+    v, c = m[key], m[key + "_ci"]
+    if v is None:
+        return None, None
+    return v / walks, (c[0] / walks, c[1] / walks) if c else None
+
+
+def cost_lines(m, walks, unit, zero):
+    """The cost model a + b x N fitted per boot, its residuals and weights."""
+    lines = ["  a = %s %s %s (N=0 measured: %s)" % (
+        num(m["a"]), ci(m["a_ci"]), unit, num(zero))]
+    lines.append("  b = %s %s %s per operation per loop" % (
+        num(m["b"]), ci(m["b_ci"]), unit))
+    w = walks or 1
     if walks:
-        per = m["b"] / walks
-        lines.append("    = %s %s per operation per walk" % (
-            num(per), ci((m["b_ci"][0] / walks, m["b_ci"][1] / walks))))
-        lines.append("  one 2048-operation walk: %s %s" % (
-            num(per * 2048), unit))
+        v, c = per_walk(m, "b", w)
+        lines.append("    = %s %s per operation per walk" % (num(v), ci(c)))
+        v, c = per_walk(m, "walk_max", w)
+        lines.append("  one %d-operation walk: %s %s %s" % (
+            m["ns"][-1], num(v), ci(c), unit))
+    if m.get("entry") is not None:
+        v, c = per_walk(m, "entry", 1)
+        lines += textwrap.wrap(
+            "entry (a minus N=0, per loop): %s %s %s" % (
+                num(v, True), ci(c, True), unit), WIDTH,
+            initial_indent="  ", subsequent_indent="    ")
+    lines += textwrap.wrap(
+        "fitted on each of %d boots, combined across boots; residual "
+        "(mean over boots) and the share of the slope's weight at each N:"
+        % m["k"], WIDTH, initial_indent="  ", subsequent_indent="  ")
+    ns = m["ns"]
+    res = {int(k): v for k, v in m["residuals"].items()}
+    wt = {int(k): v for k, v in m["weights"].items()}
+    for i in range(0, len(ns), 3):
+        lines.append(("  " + "".join(
+            "%6d:%9s %4.0f%%  " % (n, num(res[n], True), 100 * wt[n])
+            for n in ns[i:i + 3])).rstrip())
+    for x in m.get("warnings", []):
+        lines += textwrap.wrap("! " + x, WIDTH, initial_indent="  ",
+                               subsequent_indent="    ")
+    if m.get("excluded_boots"):
+        lines.append("  ! boots left out (a cell missing): %s" % ", ".join(
+            str(b) for b in m["excluded_boots"]))
+    return lines
+
+
+def cells_table(g, unit):
+    lines = []
+    preempt = any("gaps" in c for c in g["cells"])
+    has_sw = any(c.get("switches_per_loop") is not None for c in g["cells"])
+    lines.append(("%6s %-9s %2s %11s  %-22s %7s%s" % (
+        "N", "flavour", "k", "median", "95% CI", "sd(b)",
+        "  sw/loop" if has_sw else "")).rstrip())
+    for c in g["cells"]:
+        sw = c.get("switches_per_loop")
+        lines.append(("%6d %-9s %2d %11s  %-22s %7s%s" % (
+            c["nr_ops"], c["flavour"][:9], c["k"], num(c["value"]),
+            ci(c["ci"]), num(c["sd_between"]),
+            "  %.3f" % sw if sw is not None else "")).rstrip())
+    lines += textwrap.wrap(
+        "median: the mean over boots of each boot's median; k boots; "
+        "sd(b): the spread between boots" + (
+            "; sw/loop: context switches per loop" if has_sw else ""),
+        WIDTH, initial_indent="  ", subsequent_indent="  ")
+    if preempt:
+        lines.append("")
+        lines.append("%6s %-8s %6s %6s %8s %8s %8s %5s %8s" % (
+            "N", "flavour", "P-gaps", "I-gaps", "p10", "p90", "p99",
+            "tick%", "I-med"))
+        for c in g["cells"]:
+            d = c.get("gaps", {})
+            ts = d.get("tick_share")
+            lines.append("%6d %-8s %6d %6d %8s %8s %8s %5s %8s" % (
+                c["nr_ops"], c["flavour"][:8], d.get("n_p", 0),
+                d.get("n_i", 0), num(d.get("p10")), num(d.get("p90")),
+                num(d.get("p99")), "%.1f" % (100 * ts) if ts is not None
+                else "-", num(d.get("i_median"))))
+        dist = [(c["nr_ops"], c["flavour"], c["gaps"]) for c in g["cells"]
+                if c.get("gaps", {}).get("samples_used", 0) <
+                c.get("gaps", {}).get("samples", 0)]
+        for n, fl, d in dist:
+            lines += textwrap.wrap(
+                "%s N=%d: %d of %d samples disturbed, not used (%s)" % (
+                    fl, n, d["samples"] - d["samples_used"], d["samples"],
+                    d["disturbed"][0].split(": ", 1)[-1]), WIDTH,
+                initial_indent="  ", subsequent_indent="    ")
+        lines += textwrap.wrap(
+            "P-gap: the spinner's time away when the waker preempted it "
+            "(one walk); I-gap: an interrupt without a switch; tick%: "
+            "P-gaps a tick also fell into (left out of the median); "
+            "percentiles pooled over boots", WIDTH, initial_indent="  ",
+            subsequent_indent="  ")
     return lines
 
 
@@ -200,22 +292,16 @@ def group_lines(g, a):
                                "" if walks is None else
                                ", %d walk%s per loop" % (
                                    walks, "" if walks == 1 else "s")))
-    lines += textwrap.wrap("operation type %s, %s rseq area; %s per loop, "
-                           "%s is better" % (g["op_type"], g["reg"], unit,
-                                             g["better"]), WIDTH)
+    lines += textwrap.wrap("operation type %s, %s rseq area; %s per loop "
+                           "(median of its iterations), %s is better" % (
+                               g["op_type"], g["reg"], unit, g["better"]),
+                           WIDTH)
+    if g.get("headline_excluded"):
+        lines += textwrap.wrap("! not in the headline table: %s" %
+                               g["headline_excluded"], WIDTH,
+                               subsequent_indent="  ")
     lines.append("")
-    has_sw = any("switches_per_loop" in c for c in g["cells"])
-    lines.append(("%7s  %-10s %4s %12s  %-24s%s" % (
-        "N", "flavour", "n", "median", "95% CI",
-        "sw/loop" if has_sw else "")).rstrip())
-    for c in g["cells"]:
-        sw = c.get("switches_per_loop")
-        lines.append(("%7d  %-10s %4d %12s  %-24s%s" % (
-            c["nr_ops"], c["flavour"][:10], c["n"], num(c["median"]),
-            ci(c["ci"]), "%.3f" % sw if sw is not None else "")).rstrip())
-    if has_sw:
-        lines.append("  sw/loop: context switches of the measured thread "
-                     "per loop (median)")
+    lines += cells_table(g, unit)
     na = {}
     for fl, n in g["unsupported"]:
         na.setdefault(fl, []).append(str(n))
@@ -223,79 +309,227 @@ def group_lines(g, a):
         lines += textwrap.wrap("n/a: %s at N=%s (no RSEQ operations in that "
                                "kernel)" % (fl, ",".join(ns)), WIDTH,
                                initial_indent="  ", subsequent_indent="    ")
+    for fl, n in g["dropped"]:
+        lines += textwrap.wrap("dropped: %s at N=%d (a gate failed in some "
+                               "boot; see the end)" % (fl, n), WIDTH,
+                               initial_indent="  ", subsequent_indent="    ")
     for c in g["vs_reference"]:
-        c = dict(c, aa_boots=g["aa_boots"])
         lines.append("")
-        lines.append("%s against %s, N=%d" % (c["flavour"], a["reference"],
-                                              c["nr_ops"]))
-        lines += verdict_block(c, unit)
+        lines.append("%s at N=%d against %s at N=0" % (
+            c["flavour"], c["nr_ops"], a["reference"]))
+        lines += verdict_block(c, unit, g["aa"])
     for fl, rows in g["vs_zero"].items():
         lines.append("")
         lines.append("%s: N operations against N=0 (%s)" % (fl, unit))
         lines.append("%7s %11s  %-23s %8s %6s %8s" % (
             "N", "diff", "95% CI", "ratio", "p", "detect"))
-        warn = set()
         for c in rows:
             lines.append("%7d %11s  %-23s %8s %6s %8s %s" % (
                 c["nr_ops"], num(c["diff"], True), ci(c["diff_ci"], True),
-                "%.4f" % c["ratio"] if not math.isnan(c["ratio"]) else "-",
+                "%.4f" % c["ratio"] if c.get("ratio") is not None
+                and not math.isnan(c["ratio"]) else "-",
                 pval(c["p"]), num(c["detectable"]), MARK[c["verdict"]]))
-            warn.update(c["warnings"])
-        for verdict, text in (
-                ("difference", "Difference at 95% confidence"),
-                ("noise", "Within the A/A noise floor"),
-                ("none", "No difference proven at 95% confidence")):
-            ns = [str(c["nr_ops"]) for c in rows if c["verdict"] == verdict]
-            if ns:
-                lines += textwrap.wrap("%s: N=%s" % (text, ", ".join(ns)),
-                                       WIDTH, initial_indent="  ",
-                                       subsequent_indent="    ")
         lines.append("  * difference at 95% confidence; ~ within the A/A "
-                     "noise floor;")
-        lines.append("  detect: smallest difference this run could detect")
-        for w in sorted(warn):
-            lines.append("  ! " + w)
+                     "floor;")
+        lines.append("  detect: smallest difference found 80% of the time")
     for fl, m in g["cost"].items():
         lines.append("")
-        lines.append("Cost model on %s, N=%d..%d: time = a + b x N "
-                     "(least squares)" % (fl, m["ns"][0], m["ns"][-1]))
-        lines.append("  a = %s %s %s (N=0 measured: %s)" % (
-            num(m["a"]), ci(m["a_ci"]), unit, num(m["zero_median"])))
-        lines += slope_lines(m, walks, unit)
-        lines.append("  R^2 = %.6f over %d samples" % (m["r2"], m["n"]))
-        m2 = g.get("cost_per_switch", {}).get(fl)
-        if m2:
+        lines.append("Cost model on %s, N=%d..%d: a + b x N per boot" % (
+            fl, m["ns"][0], m["ns"][-1]))
+        zero = next((c["value"] for c in g["cells"] if c["flavour"] == fl
+                     and c["nr_ops"] == 0), None)
+        lines += cost_lines(m, walks, unit, zero)
+    if g["vs_rfc"]:
+        lines.append("")
+        lines.append("ops against the RFC as posted (rfc), N by N (%s)" %
+                     unit)
+        lines.append("%7s %11s  %-23s %8s %s" % ("N", "ops-rfc", "95% CI",
+                                                  "ratio", ""))
+        for c in g["vs_rfc"]:
+            lines.append("%7d %11s  %-23s %8s %s" % (
+                c["nr_ops"], num(c["diff"], True), ci(c["diff_ci"], True),
+                "%.4f" % c["ratio"] if c.get("ratio") is not None else "-",
+                MARK[c["verdict"]]))
+        s = g.get("slopes_vs_rfc")
+        if s:
+            w = walks or 1
             lines += textwrap.wrap(
-                "! switches per loop vary with N by up to %.1f%% on %s: "
-                "some loops walked more than %s times. Counting each "
-                "walk once (samples scaled to the N=0 switch rate):" % (
-                    100 * g["switch_drift"][fl], fl, walks), WIDTH,
+                "slope per operation per walk, ops minus rfc: %s %s "
+                "(ratio ops/rfc %.3f): %s" % (
+                    num(s["diff"] / w, True),
+                    ci((s["diff_ci"][0] / w, s["diff_ci"][1] / w)
+                       if s["diff_ci"] else None, True),
+                    s["ratio"], verdict_word(s)), WIDTH,
                 initial_indent="  ", subsequent_indent="    ")
-            lines += slope_lines(m2, walks, unit)
+    return lines
+
+
+def mission_lines(a):
+    """The table the mission asks for: every flavour at N = 0, 1, 2048
+    against the unpatched kernel at N = 0."""
+    unit = a["unit"]
+    lines = [RULE, "Against the unpatched kernel (%s at N=0), %s per loop"
+             % (a["reference"], unit), ""]
+    lines.append("%-8s %-7s %5s %11s  %-22s %8s %s" % (
+        "bench", "flavour", "N", "diff", "95% CI", "ratio", ""))
+    for c in a["mission"]:
+        lines.append("%-8s %-7s %5d %11s  %-22s %8s %s" % (
+            c["bench"][:8], c["flavour"][:7], c["nr_ops"],
+            num(c["diff"], True), ci(c["diff_ci"], True),
+            pct(c["ratio"]) if c.get("ratio") is not None else "-",
+            MARK[c["verdict"]]))
+    if not a["mission"]:
+        lines.append("  (no flavour beside %s measured)" % a["reference"])
+    lines += textwrap.wrap(
+        "* difference at 95%% confidence; ~ within the A/A floor; blank: "
+        "none proven. Intervals: Welch t on per-boot medians. %s" % (
+            "" if a["accel"] != "icount" else "Instructions, not time."),
+        WIDTH, initial_indent="  ", subsequent_indent="  ")
+    excl = [g for g in a["groups"] if g.get("headline_excluded")]
+    for g in excl:
+        lines += textwrap.wrap("%s is left out: %s" % (
+            g["bench"], g["headline_excluded"]), WIDTH,
+            initial_indent="  ", subsequent_indent="    ")
+    return lines
+
+
+def perf_lines(a):
+    pb = a.get("perf_bench") or {}
+    if not pb:
+        return []
+    lines = [RULE, "perf bench in the same boots, beside ours at N=0 (%s "
+             "per op)" % a["unit"], ""]
+    lines.append("%-14s %-9s %2s %10s  %-22s %8s" % (
+        "perf bench", "flavour", "k", "per op", "95% CI", "ours/perf"))
+    for name, row in sorted(pb.items()):
+        for fl, e in row.items():
+            lines.append("%-14s %-9s %2d %10s  %-22s %8s" % (
+                name[:14], fl[:9], e["k"], num(e["value"]), ci(e["ci"]),
+                "%.3f" % e["ratio_ours"] if e.get("ratio_ours") else "-"))
+    lines += textwrap.wrap(
+        "perf times whole runs with the guest's clock, interrupts "
+        "included, and its loop differs from ours (syscall basic is "
+        "getppid like ours; sched pipe -T is a pipe ping-pong where ours "
+        "yields); ours is the median of single iterations.%s" % (
+            " Converted with each boot's measured nanoseconds per TSC tick."
+            if a["accel"] == "icount" else ""), WIDTH,
+        initial_indent="  ", subsequent_indent="  ")
+    return lines
+
+
+def cross_lines(a):
+    rows = a.get("cross") or []
+    if not rows:
+        return []
+    lines = [RULE, "Cross-checks of the preemption round trip"]
+    for r in rows:
+        if r["ok"] is None:
+            verdict = ""
+        else:
+            verdict = "agrees" if r["ok"] else (
+                "DISAGREES by more than 5%: a finding to explain")
+        val = ("%s %s %s" % (num(r["value"], True), ci(r.get("ci"), True),
+                             a["unit"]) if r.get("ci") is not None or
+               r["expect"] is None else "%.3f (expected %s)" % (
+                   r["value"], num(r["expect"])))
+        lines.append("")
+        lines += textwrap.wrap(r["check"] + ":", WIDTH, initial_indent="  ",
+                               subsequent_indent="    ")
+        lines += textwrap.wrap("%s%s; %s" % (val, "; " + verdict if verdict
+                                             else "", r["detail"]), WIDTH,
+                               initial_indent="    ",
+                               subsequent_indent="    ")
+    if a["accel"] == "icount":
+        lines += [""] + textwrap.wrap(
+            "Under icount the two layouts execute the same instructions: "
+            "cache and TLB misses, the whole point of the scattered layout, "
+            "are invisible; only a KVM or bare-metal run shows their time.",
+            WIDTH, initial_indent="  ", subsequent_indent="  ")
+    return lines
+
+
+def appendix_lines(a):
+    lines = [RULE, "Appendix: per-boot medians at N = 0, 1 and 2048 (%s)"
+             % a["unit"]]
+    for g in a["groups"]:
+        cells = [c for c in g["cells"] if c["nr_ops"] in (0, 1, 2048)]
+        if not cells:
+            continue
+        lines.append("")
+        lines.append("%s (%s)" % (g["bench"], g["op_type"]))
+        for c in cells:
+            vals = " ".join("%d:%s" % (int(b), num(v))
+                            for b, v in sorted(c["per_boot"].items(),
+                                               key=lambda kv: int(kv[0])))
+            lines += textwrap.wrap(vals, WIDTH, initial_indent="%6d %-8s " % (
+                c["nr_ops"], c["flavour"][:8]), subsequent_indent=" " * 16)
+    lines.append("")
+    lines.append("  boot:median, boots numbered in the order they ran")
+    return lines
+
+
+def clock_lines(a, run):
+    p = run["provenance"]
+    lines = []
+    lines += field("Boots", "%s per flavour, order drawn from seed %s; cells "
+                   "in each boot in an order drawn from the seed and the "
+                   "boot's number" % (
+                       ", ".join("%s %d" % kv for kv in
+                                 sorted(a["boots_per_flavour"].items())),
+                       p.get("seed", "?")))
+    tpi = sorted({round(c["ticks_per_insn"], 6)
+                  for c in a["clock"].values()})
+    npt = sorted({round(c["ns_per_tick"], 4) for c in a["clock"].values()})
+    lines += field("Clock", "TSC read per iteration; ticks per instruction "
+                   "of a known loop %s; the guest's clock %s nanoseconds "
+                   "per tick (its own calibration%s)" % (
+                       "/".join("%.6f" % x for x in tpi) or "-",
+                       "/".join("%.4f" % x for x in npt) or "-",
+                       ", not used: a tick is an instruction"
+                       if a["accel"] == "icount" else
+                       ", which converts ticks"))
+    tl = a.get("tsc_lines", [])
+    cal = ([ln for ln in tl if "Refined TSC" in ln] +
+           [ln for ln in tl if "Detected" in ln or "calibrat" in ln])
+    if cal:
+        lines += field("", "guest: " + cal[0].split("] ", 1)[-1])
+    lines += field("Statistics", a["method"])
     return lines
 
 
 def render(run, a):
     lines = header(run, a)
+    lines += clock_lines(a, run)
+    lines.append("")
+    lines += mission_lines(a)
     for g in a["groups"]:
         lines.append("")
         lines += group_lines(g, a)
+    cross = cross_lines(a)
+    if cross:
+        lines.append("")
+        lines += cross
+    perf = perf_lines(a)
+    if perf:
+        lines.append("")
+        lines += perf
+    lines.append("")
+    lines += appendix_lines(a)
     lines.append("")
     lines.append(RULE)
     if a["invalid"]:
-        lines.append("Invalid cells: the correctness gate failed, samples "
-                     "not used")
+        lines.append("Invalid cells: a gate failed; the cell is dropped in "
+                     "every boot")
         for x in a["invalid"]:
             lines += textwrap.wrap("%s %s N=%d boot %d (%d samples): %s" % (
                 x["bench"], x["flavour"], x["nr_ops"], x["boot"],
                 x["samples"], x["why"]), WIDTH, initial_indent="  ",
                 subsequent_indent="    ")
     else:
-        lines.append("Invalid cells: none (every cell passed its gate)")
+        lines.append("Invalid cells: none (every sample passed its gate)")
     lines.append("")
-    lines += textwrap.wrap("Raw records: boot-*/opbench.json in %s. "
-                           "Medians with percentile-bootstrap 95%% CIs; "
-                           "difference and ratio CIs resample both sides." %
+    lines += textwrap.wrap("Raw records: boot-*/opbench.json in %s; every "
+                           "number above is in analysis/analysis.json." %
                            a["run"], WIDTH)
     out = "\n".join(lines) + "\n"
     too_wide = [ln for ln in out.splitlines() if len(ln) > WIDTH]

@@ -6,13 +6,16 @@
 # Env:   PLAN=quick|default|walker (microbench/plans/<PLAN>.plan), ACCEL=
 #        icount|tcg|auto (default icount: every figure is then a count of
 #        guest instructions, not time), LABEL (default the plan),
-#        RESULTS_ROOT (default results/); FLAVOURS, SWEEP, LOOPS, SAMPLES,
-#        WARMUP, BENCHES, TYPES override the plan's.
+#        RESULTS_ROOT (default results/), SEED (default: drawn, recorded);
+#        FLAVOURS, SWEEP, LOOPS, SAMPLES, WARMUP, BENCHES, TYPES, BOOTS,
+#        PERF_BENCH override the plan's.
 #
 # Reads kernels and image from the run manifest ($MANIFEST): it builds no
-# kernel and fetches nothing. Flavours are interleaved across boots (A B B
-# A) so that a drift of the host shows up as a difference between boots of
-# one flavour, not between flavours. Every boot gets its own directory under
+# kernel and fetches nothing. Each flavour boots BOOTS times; the boots go
+# in rounds, each round every flavour once in an order drawn from SEED, so
+# that a drift of the host shows up as a difference between boots of one
+# flavour, not between flavours. Each boot runs its cells in an order drawn
+# from SEED and the boot's number. Every boot gets its own directory under
 #   results/<UTC date>-<label>/boot-<n>-<flavour>/
 # (vm-images/guest-run: console log, launcher record, kernel provenance,
 # commands, kernel problems) with the raw records and the guest's own
@@ -26,11 +29,28 @@ load_plan "$plan"
 accel=${ACCEL:-icount}
 read -r -a fl <<< "$FLAVOURS"
 [ ${#fl[@]} -gt 0 ] || die "no flavours to boot: FLAVOURS is empty"
-# Every plan boots each flavour twice, in mirrored order (A B B A), so
-# that the A/A noise floor exists and a drift of the host shows up between
-# boots of one flavour rather than between flavours.
-order=("${fl[@]}")
-for ((i = ${#fl[@]} - 1; i >= 0; i--)); do order+=("${fl[$i]}"); done
+# The boot is the unit of the statistics: each flavour boots BOOTS times,
+# in rounds of every flavour once, each round's order shuffled from SEED.
+boots=${BOOTS:-5}
+if ! [[ "$boots" =~ ^[0-9]+$ ]] || [ "$boots" -lt 1 ]; then
+	die "BOOTS='$boots': want a number of boots per flavour, at least 1 (3 or more for the A/A floor)"
+fi
+seed=${SEED:-$(( $(date +%s) % 1000000 + 1 ))}
+if ! [[ "$seed" =~ ^[0-9]+$ ]] || [ "$seed" -lt 1 ]; then
+	die "SEED='$seed': want a positive integer (it orders the boots and the cells, and is recorded)"
+fi
+RANDOM=$seed
+order=()
+for ((r = 0; r < boots; r++)); do
+	round=("${fl[@]}")
+	for ((i = ${#round[@]} - 1; i > 0; i--)); do
+		j=$((RANDOM % (i + 1)))
+		t=${round[i]}
+		round[i]=${round[j]}
+		round[j]=$t
+	done
+	order+=("${round[@]}")
+done
 
 # Everything is resolved from the run manifest before the first boot: a
 # missing flavour or image stops the run here, not half-way through.
@@ -51,7 +71,10 @@ in_buildroot --bind "$out" make -s -C "$TOPDIR/microbench" O="$out" >/dev/null |
 	echo "plan_file=${PLAN_FILE#"$TOPDIR"/}"
 	echo "accel_requested=$accel"
 	echo "boot_order=${order[*]}"
-	echo "ops=$SWEEP loops=$LOOPS samples=$SAMPLES warmup=$WARMUP"
+	echo "boots_per_flavour=$boots"
+	echo "seed=$seed"
+	echo "ops=$SWEEP loops=$LOOPS preempt_loops=$PREEMPT_LOOPS samples=$SAMPLES warmup=$WARMUP"
+	echo "perf_bench=${PERF_BENCH:-0}"
 	echo "benches=$BENCHES types=$TYPES"
 	echo "host_kernel=$(uname -r)"
 	echo "host_cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
@@ -77,8 +100,11 @@ for i in "${!order[@]}"; do
 	"$TOPDIR/vm-images/guest-run" --flavour "$f" --out "$d" --accel "$accel" \
 		--timeout "${BOOT_TIMEOUT:-5400}" \
 		--copy "$out/opbench" --copy "$TOPDIR/microbench/guest-bench.sh" \
-		-- env OPS="$SWEEP" LOOPS="$LOOPS" SAMPLES="$SAMPLES" WARMUP="$WARMUP" \
-		BENCHES="$BENCHES" TYPES="$TYPES" EXTRA="-f $f ${EXTRA:-}" ./guest-bench.sh > "$d/guest-stdout.txt" || st=$?
+		-- env OPS="$SWEEP" LOOPS="$LOOPS" PREEMPT_LOOPS="$PREEMPT_LOOPS" \
+		SAMPLES="$SAMPLES" WARMUP="$WARMUP" \
+		BENCHES="$BENCHES" TYPES="$TYPES" SEED=$((seed + i + 1)) \
+		PERF_BENCH="${PERF_BENCH:-0}" \
+		EXTRA="-f $f ${EXTRA:-}" ./guest-bench.sh > "$d/guest-stdout.txt" || st=$?
 	case $st in
 	0) ;;
 	3) log "[boot $((i + 1))/$n] $f: correctness gates FAILED for some cells; they are recorded as invalid (see $d/opbench.log)" ;;

@@ -172,9 +172,10 @@ new_run_dir() {
 }
 
 # load_plan NAME: a benchmark plan, microbench/plans/NAME.plan, into
-# FLAVOURS, SWEEP, LOOPS, SAMPLES, WARMUP, BENCHES and TYPES (exported). A
-# variable already set in the environment wins over the plan's line.
-PLAN_VARS="FLAVOURS SWEEP LOOPS SAMPLES WARMUP BENCHES TYPES"
+# FLAVOURS, SWEEP, LOOPS, PREEMPT_LOOPS, SAMPLES, WARMUP, BENCHES, TYPES,
+# BOOTS and PERF_BENCH (exported). A variable already set in the environment
+# wins over the plan's line.
+PLAN_VARS="FLAVOURS SWEEP LOOPS PREEMPT_LOOPS SAMPLES WARMUP BENCHES TYPES BOOTS PERF_BENCH"
 load_plan() {
 	local f=$TOPDIR/microbench/plans/$1.plan v
 	local -A keep=()

@@ -14,7 +14,6 @@ import re
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from conftest import TOP
@@ -22,7 +21,6 @@ from conftest import TOP
 sys.path.insert(0, os.path.join(TOP, "analysis"))
 import opbench_data  # noqa: E402
 import opbench_report  # noqa: E402
-import opbench_stats as st  # noqa: E402
 
 DATA = os.path.join(TOP, "tests", "data")
 GOLDEN = os.path.join(DATA, "synthetic-report.txt")
@@ -37,112 +35,80 @@ def synthetic(tmp_path, accel="icount"):
     return str(d)
 
 
-# Statistics -------------------------------------------------------------
-
-def test_identical_samples_no_difference():
-    x = np.random.default_rng(1).normal(1000, 5, 20)
-    c = st.compare(x, x.copy(), key=("t",))
-    assert c["verdict"] == "none"
-    assert c["diff"] == 0
-    assert c["diff_ci"][0] <= 0 <= c["diff_ci"][1]
-    assert c["p"] > 0.9
-
-
-def test_constant_samples_no_difference():
-    c = st.compare([252.435] * 10, [252.435] * 10)
-    assert c["verdict"] == "none" and c["p"] == 1.0
-
-
-def test_same_distribution_rarely_differs():
-    rng = np.random.default_rng(2)
-    hits = sum(st.compare(rng.normal(100, 3, 15), rng.normal(100, 3, 15),
-                          key=("same", i))["verdict"] != "none"
-               for i in range(40))
-    # About 5% expected; 8 of 40 would be a broken test.
-    assert hits <= 7
-
-
-@pytest.mark.parametrize("shift", [2.0, 50.0, -7.5])
-def test_known_shift_inside_ci(shift):
-    rng = np.random.default_rng(3)
-    a = rng.normal(1000, 2, 30)
-    b = rng.normal(1000 + shift, 2, 30)
-    c = st.compare(a, b, key=("shift", shift))
-    assert c["diff_ci"][0] <= shift <= c["diff_ci"][1]
-    assert c["verdict"] == "difference"
-    assert c["ratio_ci"][0] <= (1000 + shift) / 1000 <= c["ratio_ci"][1]
-
-
-def test_noise_floor_demotes_small_difference():
-    rng = np.random.default_rng(4)
-    a, b = rng.normal(100, 0.1, 30), rng.normal(100.5, 0.1, 30)
-    assert st.compare(a, b)["verdict"] == "difference"
-    c = st.compare(a, b, noise_floor=2.0)
-    assert c["verdict"] == "noise" and c["detectable"] >= 2.0
-
-
-def test_few_samples_warned_and_not_called_different():
-    c = st.compare([10.0, 10.1, 10.2], [20.0, 20.1, 20.2])
-    assert any("too few samples" in w for w in c["warnings"])
-    assert any("cannot reach" in w for w in c["warnings"])
-    # 3 against 3 cannot give p < 0.05: no verdict of difference.
-    assert c["verdict"] == "none"
-
-
-def test_cost_model_recovers_slope():
-    rng = np.random.default_rng(5)
-    cells = {n: 300 + 45.2 * n + rng.normal(0, 3, 10)
-             for n in (1, 2, 4, 8, 16, 32, 64, 128)}
-    m = st.cost_model(cells, key=("slope",))
-    assert m["b_ci"][0] <= 45.2 <= m["b_ci"][1]
-    assert abs(m["b"] - 45.2) < 0.1
-    assert m["a_ci"][0] <= 300 <= m["a_ci"][1]
-    assert st.cost_model({0: [1.0], 1: [2.0]}) is None
-
-
-def test_noise_floor_needs_two_boots():
-    assert st.noise_floor([[1.0, 2.0]]) is None
-    assert st.noise_floor([[5.0] * 5, [5.0] * 5]) == 0
-
-
-def test_deterministic():
-    x, y = [1.0, 2.0, 3.5, 4.0, 7.0], [2.0, 3.0, 3.0, 5.0, 9.0]
-    assert st.compare(x, y, key=("k",)) == st.compare(x, y, key=("k",))
-
-
 # Records to analysis ------------------------------------------------------
 
 def test_synthetic_run_known_answers(tmp_path):
     a = opbench_data.analyse(opbench_data.load(synthetic(tmp_path)))
     assert a["unit"] == "instructions"
+    assert a["boots_per_flavour"] == {"baseline": 5, "ops": 5}
     g = {x["bench"]: x for x in a["groups"]}
-    # The extra switches at N=64 bias the plain fit upwards; counting each
-    # walk once recovers the slope.
-    m = g["switch"]["cost_per_switch"]["ops"]
+    m = g["switch"]["cost"]["ops"]
+    # Fitted per boot and combined over the five boots: the planted line.
+    assert m["k"] == 5
     assert m["b_ci"][0] <= 90.4 <= m["b_ci"][1]
-    assert g["switch"]["cost"]["ops"]["b"] > 91
-    assert abs(g["switch"]["switch_drift"]["ops"] - 0.05) < 1e-6
-    assert "cost_per_switch" not in g["syscall"]
-    # Boots differ by a shift of sd 0.5: the intercept is close, not exact.
-    assert abs(m["a"] - 4650) < 2
-    # The failed gate takes out exactly one boot's samples of one cell.
+    assert m["a_ci"][0] <= 4650 <= m["a_ci"][1]
+    assert m["entry_ci"][0] <= 4650 - 4455 <= m["entry_ci"][1]
+    # One sample of one boot failed its per-iteration gate: the cell is
+    # dropped in every boot, not half-used, and listed.
     assert [(x["bench"], x["flavour"], x["nr_ops"], x["boot"])
-            for x in a["invalid"]] == [("switch", "ops", 64, 3)]
-    n64 = [c for c in g["switch"]["cells"] if c["nr_ops"] == 64]
-    assert n64[0]["n"] == 8 and n64[0]["boots"] == [2]
+            for x in a["invalid"]] == [("switch", "ops", 64, 4)]
+    assert "expected walk did not happen" in a["invalid"][0]["why"]
+    assert not [c for c in g["switch"]["cells"] if c["nr_ops"] == 64]
+    assert ["ops", 64] in g["switch"]["dropped"]
+    assert {"bench": "switch", "op_type": "null", "reg": "own",
+            "flavour": "ops", "nr_ops": 64} in a["dropped"]
+    assert 64 not in m["ns"]
     # No walk on a syscall: no N differs from N=0, slope about zero.
     assert all(r["verdict"] != "difference"
                for r in g["syscall"]["vs_zero"]["ops"])
     sm = g["syscall"]["cost"]["ops"]
     assert sm["b_ci"][0] <= 0 <= sm["b_ci"][1]
-    assert g["switch"]["noise_floor"] is not None
-    assert g["switch"]["aa_boots"] == 2
+    # The A/A floor: five baseline boots, the spread between them.
+    assert g["switch"]["aa"]["boots"] == 5
+    assert g["switch"]["aa"]["floor"] > 0
     assert ["baseline", 1] in g["switch"]["unsupported"]
+    # The mission's table: ops at N = 0 and 1 against baseline at N = 0.
+    rows = {(r["bench"], r["nr_ops"]): r for r in a["mission"]}
+    assert set(rows) == {("switch", 0), ("switch", 1), ("syscall", 0),
+                         ("syscall", 1)}
+    r = rows[("switch", 1)]
+    assert r["verdict"] == "difference"
+    assert r["diff_ci"][0] <= 4650 + 90.4 - 4456 <= r["diff_ci"][1]
+    assert rows[("switch", 0)]["diff_ci"][0] <= -1 <= \
+        rows[("switch", 0)]["diff_ci"][1]
+    # perf bench, converted with the clock record (1 ns per tick).
+    pb = a["perf_bench"]["syscall basic"]["ops"]
+    assert abs(pb["value"] - 250) < 1 and pb["ours_bench"] == "syscall"
+
+
+def test_icount_clock_must_count_instructions(tmp_path):
+    """A boot whose TSC did not advance one tick per instruction of the
+    known loop cannot be called instructions: the analysis stops."""
+    d = synthetic(tmp_path)
+    p = os.path.join(d, "boot-3-baseline", "opbench.json")
+    with open(p) as f:
+        recs = [json.loads(l) for l in f]
+    recs[0]["ticks_per_insn"] = 0.4
+    with open(p, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in recs)
+    with pytest.raises(opbench_data.ResultsError, match="not 1"):
+        opbench_data.analyse(opbench_data.load(d))
+
+
+def test_old_records_refused(tmp_path):
+    d = synthetic(tmp_path)
+    p = os.path.join(d, "boot-3-baseline", "opbench.json")
+    with open(p) as f:
+        recs = [json.loads(l) for l in f][1:]
+    with open(p, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in recs)
+    with pytest.raises(opbench_data.ResultsError, match="older opbench"):
+        opbench_data.analyse(opbench_data.load(d))
 
 
 def test_missing_gate_is_invalid(tmp_path):
     d = synthetic(tmp_path)
-    p = os.path.join(d, "boot-2-ops", "opbench.json")
+    p = os.path.join(d, "boot-1-ops", "opbench.json")
     with open(p) as f:
         recs = [json.loads(l) for l in f]
     with open(p, "w") as f:
@@ -152,12 +118,14 @@ def test_missing_gate_is_invalid(tmp_path):
                 f.write(json.dumps(r) + "\n")
     a = opbench_data.analyse(opbench_data.load(d))
     whys = {(x["nr_ops"], x["boot"]): x["why"] for x in a["invalid"]}
-    assert "no gate record" in whys[(8, 2)]
+    assert "no gate record" in whys[(8, 1)]
+    g = next(x for x in a["groups"] if x["bench"] == "switch")
+    assert ["ops", 8] in g["dropped"]
 
 
 def test_mixed_accelerators_refused(tmp_path):
     d = synthetic(tmp_path)
-    p = os.path.join(d, "boot-1-baseline", "vm.json")
+    p = os.path.join(d, "boot-2-baseline", "vm.json")
     with open(p) as f:
         vm = json.load(f)
     vm["accel"] = "tcg"
@@ -169,9 +137,9 @@ def test_mixed_accelerators_refused(tmp_path):
 
 def test_truncated_records_named(tmp_path):
     d = synthetic(tmp_path)
-    with open(os.path.join(d, "boot-3-ops", "opbench.json"), "a") as f:
+    with open(os.path.join(d, "boot-3-baseline", "opbench.json"), "a") as f:
         f.write('{"kind":"sample","bench":')
-    with pytest.raises(opbench_data.ResultsError, match="boot-3-ops"):
+    with pytest.raises(opbench_data.ResultsError, match="boot-3-baseline"):
         opbench_data.load(d)
 
 
@@ -221,7 +189,7 @@ def test_cli_writes_and_never_overwrites(tmp_path):
     out = os.path.join(d, "analysis")
     for f in ("report.txt", "analysis.json", "plots/overhead.png",
               "plots/overhead.svg", "plots/zero-ops.png", "plots/per-op.svg",
-              "plots/sweep-switch.png"):
+              "plots/residuals.png", "plots/sweep-switch.png"):
         assert os.path.getsize(os.path.join(out, f)) > 0, f
     with open(os.path.join(out, "report.txt")) as f:
         first = f.read()
@@ -268,7 +236,7 @@ def test_notebook_runs_headless(tmp_path):
     d = synthetic(tmp_path)
     text, images = run_notebook(d, str(tmp_path / "nb.ipynb"))
     assert "Difference at 95% confidence" in text
-    assert re.search(r"switch +ops +per-switch .*b/walk = 45\.2", text)
+    assert re.search(r"switch +ops +k=5 .*b/walk = 45\.2", text)
     assert len(images) >= 4
 
 
