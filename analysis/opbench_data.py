@@ -161,7 +161,45 @@ def load(rdir):
                            "console.log and opbench.log" % rdir)
     return {"dir": os.path.abspath(rdir), "name": os.path.basename(
         os.path.abspath(rdir)), "provenance": read_kv(
-            os.path.join(rdir, "provenance")), "boots": boots}
+            os.path.join(rdir, "provenance")), "boots": boots,
+            "walk_counts": walk_counts(rdir)}
+
+
+BT_SCALAR = re.compile(r"^@(\w+)\[([^\]]*)\]: (\d+)$")
+# guest-trace.sh runs opbench with one warm-up sample before the timed ones.
+TRACE_WARMUP = 1
+
+
+def walk_counts(rdir):
+    """The walks bpftrace counted (tracing/rseq_ops_rate.bt, make bench's
+    tracing step) beside the loops opbench ran in the same process: one
+    {bench, nr_ops, walks, loops, declared} per traced benchmark."""
+    out = []
+    pat = os.path.join(rdir, "tracing", "*-trace-bpf-ops-rseq_ops_rate-*",
+                       "ops", "rseq_ops_rate.bt.out")
+    for path in sorted(glob.glob(pat)):
+        d = os.path.dirname(path)
+        walks = {}
+        for ln in read_lines(path):
+            m = BT_SCALAR.match(ln)
+            if m and m.group(1) == "walks":
+                walks[m.group(2)] = int(m.group(3))
+        try:
+            recs = read_records(os.path.join(d, "opbench.json"))
+        except (OSError, ResultsError):
+            continue
+        timed = [r for r in recs if r.get("kind") in ("sample", "gaps")]
+        if not timed:
+            continue
+        r0 = timed[0]
+        bench = r0["bench"]
+        loops = int(r0["loops"]) * (len(timed) + TRACE_WARMUP)
+        out.append({"bench": bench, "nr_ops": int(r0["nr_ops"]),
+                    "walks": walks.get(bench), "loops": loops,
+                    "declared": r0.get("walks_per_loop", 1),
+                    "measured": walks[bench] / loops
+                    if walks.get(bench) else None})
+    return out
 
 
 def accel_of(run):
@@ -610,12 +648,15 @@ def analyse(run):
             if "ops" in g["cost"] and "rfc" in g["cost"]:
                 g["slopes_vs_rfc"] = st.compare_slopes(g["cost"]["rfc"],
                                                        g["cost"]["ops"])
-        if not g["headline_excluded"]:
+        # The headline holds each benchmark as designed; its variants
+        # (+scattered, +waker-ops) have their own sections.
+        if not g["headline_excluded"] and "+" not in bench:
             for c in g["vs_reference"]:
                 out["mission"].append(dict(c, bench=bench, op_type=op_type,
                                            reg=reg))
         out["groups"].append(g)
     out["cross"] = cross_checks(out)
+    out["walk_counts"] = run.get("walk_counts", [])
     # perf's own benchmarks beside ours at N = 0.
     ours = {"syscall basic": "syscall", "sched pipe -T": "switch"}
     for name, per_fl in sorted(perf_bench(run, clock, accel).items()):

@@ -448,6 +448,29 @@ def cross_lines(a):
     return lines
 
 
+def walk_count_lines(a):
+    rows = a.get("walk_counts") or []
+    if not rows:
+        return []
+    lines = [RULE, "Walks per loop: declared by each benchmark, counted by "
+             "bpftrace", ""]
+    lines.append("%-8s %5s %9s %9s %9s %9s  %s" % (
+        "bench", "N", "walks", "loops", "counted", "declared", ""))
+    for r in rows:
+        m = r["measured"]
+        ok = m is not None and abs(m / r["declared"] - 1) <= 0.01
+        lines.append("%-8s %5d %9s %9d %9s %9d  %s" % (
+            r["bench"][:8], r["nr_ops"], r["walks"] if r["walks"] is not
+            None else "-", r["loops"], "%.4f" % m if m is not None else "-",
+            r["declared"], "agrees" if ok else "DIFFERS"))
+    lines += textwrap.wrap(
+        "tracing/rseq_ops_rate.bt counts the walker's calls in one run per "
+        "benchmark (warm-up, gates and the partner's walks included: a "
+        "few walks beyond the loops); agrees: within 1%.", WIDTH,
+        initial_indent="  ", subsequent_indent="  ")
+    return lines
+
+
 def appendix_lines(a):
     lines = [RULE, "Appendix: per-boot medians at N = 0, 1 and 2048 (%s)"
              % a["unit"]]
@@ -509,6 +532,10 @@ def render(run, a):
     if cross:
         lines.append("")
         lines += cross
+    wc = walk_count_lines(a)
+    if wc:
+        lines.append("")
+        lines += wc
     perf = perf_lines(a)
     if perf:
         lines.append("")

@@ -71,10 +71,11 @@ Rules, per record:
    task but W is a violation). Such a foreign preemption is an I-event (the
    sequence did not move) in which, with N > 0, S's words were rewritten,
    since S was switched out; ``n_foreign`` is always reported (involuntary
-   switches minus wake-ups) and ``foreign_gaps`` (I-events with both bits;
+   switches minus P-events: S is switched out once per P-event however
+   often W woke in it) and ``foreign_gaps`` (I-events with both bits;
    None at N = 0). With ``foreign_ok=True`` those I-events are neither
    violations nor timed nor counted in ``n_i``, and the switches must
-   account for them: ``foreign_gaps <= nivcsw - wakeups <= foreign_gaps +
+   account for them: ``foreign_gaps <= nivcsw - P-events <= foreign_gaps +
    long P-gaps``, the long P-gaps being those above the sample's own rule-7
    threshold (a second switch inside a P-gap, a tick having woken another
    task while S was on its way back, leaves no I-gap but lengthens that
@@ -187,14 +188,16 @@ def _sample(rec, foreign_ok=False):
     rc = {"p_gaps": n_p, "wakeups": int(rec.get("wakeups", -1)),
           "nivcsw": int(rec.get("nivcsw", -1)),
           "nvcsw": int(rec.get("nvcsw", 0)), "seq_sum": seq_sum}
-    extra = rc["nivcsw"] - rc["wakeups"]
+    # S is switched out once per P-event, however many times W woke in it:
+    # the involuntary switches beyond the P-events are other tasks'.
+    extra = rc["nivcsw"] - n_p
     why, disturbed = [], []
     # Correctness: what no disturbance can explain.
     if rc["seq_sum"] != rc["wakeups"]:
         why.append("record inconsistent: sequence steps %d, wake-ups %d"
                    % (rc["seq_sum"], rc["wakeups"]))
     multi = v.pop("multi_wake")
-    if not multi and extra < 0:
+    if extra < 0:
         why.append("%d wake-ups of the waker did not switch the spinner out"
                    % -extra)
     if ops and foreign_ok and n_f > max(extra, 0):
@@ -208,7 +211,7 @@ def _sample(rec, foreign_ok=False):
     # used, and counted, but proves nothing wrong with the kernel.
     if multi:
         disturbed.append("%d %s" % (multi, _WORDS["multi_wake"]))
-    elif extra > 0:
+    if extra > 0:
         limit = _tick_limit(p, i)
         long_p = sum(1 for x in p if limit is not None and x > limit)
         # Each switch W did not cause is a foreign I-gap or a second switch

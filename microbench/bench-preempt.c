@@ -393,7 +393,7 @@ int bench_preempt(struct bench_ctx *ctx)
 
 	for (int s = -ctx->warmup; s < ctx->samples; s++) {
 		unsigned long s_start, s_check;
-		long v0, v1, extra, i_both, multi;
+		long v0, v1, extra, i_both, multi, p_events;
 		bool bracket_ok = false;
 
 		for (int attempt = 0; attempt < 3 && !bracket_ok; attempt++) {
@@ -428,22 +428,24 @@ int bench_preempt(struct bench_ctx *ctx)
 		 * when an involuntary switch beyond the waker's accounts for
 		 * it. The host's classifier does the exact accounting.
 		 */
-		extra = ru1.ru_nivcsw - ru0.ru_nivcsw - (long)(sp.s0 - s_start);
+		/* S is switched out once per P-event, however often W woke. */
 		multi = ty.multi;
+		p_events = ty.p;
 		i_both = tally_sample(&ty, sp.rec, sp.n, ctx->nr_ops != 0);
 		multi = ty.multi - multi;
+		extra = ru1.ru_nivcsw - ru0.ru_nivcsw - (ty.p - p_events);
 		if (i_both && i_both <= extra)
 			ty.i_walked -= i_both;
 		ty.waker += v1 - v0;
 		/*
-		 * A wake-up that did not switch S out, with no gap holding
-		 * two, is wrong; a sample that measured something besides the
-		 * preemptions (another task across a period, S blocking, a
-		 * truncated or unbracketed window) is only disturbed, as
+		 * A P-event that did not switch S out is wrong; a sample
+		 * that measured something besides the preemptions (another
+		 * task across a period, S blocking, a truncated or
+		 * unbracketed window) is only disturbed, as
 		 * analysis/preempt_gaps.py has it, and the gate fails when
 		 * more than half the samples are.
 		 */
-		ty.unreconciled += !multi && extra < 0;
+		ty.unreconciled += extra < 0;
 		ty.disturbed += multi || !bracket_ok || sp.truncated ||
 			ru1.ru_nvcsw != ru0.ru_nvcsw;
 		if (sp.truncated)

@@ -55,7 +55,7 @@ if [ -z "$out" ] || [ ! -d "$out" ]; then
 	die "the benchmark step produced no results directory; see the messages above"
 fi
 [ $rc = 0 ] || log "some boots failed (status $rc); analysing what they measured"
-step 2 "tracing: flame graph of signal, walk latency of switch, at 2048 operations"
+step 2 "tracing: flame graph of signal, walk latency of switch at 2048 operations, walks per loop counted at 64"
 t=$(date +%s)
 if [[ " $flavours " == *" ops "* ]]; then
 	# Tracing's own LOOPS and SAMPLES, whatever was given for the benchmarks.
@@ -64,6 +64,15 @@ if [[ " $flavours " == *" ops "* ]]; then
 		log "tracing failed (see $out/tracing/); the benchmarks and their analysis are not affected"
 		rc=1
 	fi
+	# The walks per loop each benchmark declares, counted once per run by
+	# bpftrace (rseq_ops_rate.bt) at N=64; the report sets them side by side.
+	for b in switch preempt signal; do
+		[[ " $(load_plan "$plan" && echo "$BENCHES") " == *" $b "* ]] || continue
+		if ! env -u LOOPS -u SAMPLES RESULTS_ROOT="$out/tracing" "$TOPDIR/tracing/trace.sh" bpf ops rseq_ops_rate.bt "$b" 64 >/dev/null; then
+			log "counting the walks of $b failed (see $out/tracing/); the report says it is missing"
+			rc=1
+		fi
+	done
 else
 	log "no ops flavour in FLAVOURS: nothing to trace"
 fi

@@ -81,6 +81,31 @@ def test_synthetic_run_known_answers(tmp_path):
     assert abs(pb["value"] - 250) < 1 and pb["ours_bench"] == "syscall"
 
 
+def test_walks_per_loop_counted_by_bpftrace(tmp_path):
+    """The tracing step's walk count is set beside the declared walks per
+    loop: 2 for switch (both threads walk), counted over the warm-up and
+    the timed samples of the traced run."""
+    d = synthetic(tmp_path)
+    t = os.path.join(d, "tracing", "20261204T000000Z-trace-bpf-ops-"
+                     "rseq_ops_rate-switch-64", "ops")
+    os.makedirs(t)
+    with open(os.path.join(t, "rseq_ops_rate.bt.out"), "w") as f:
+        f.write("Attaching 3 probes...\n\n@walks[switch]: 1604\n"
+                "@nodes[switch]: 102656\n")
+    with open(os.path.join(t, "opbench.json"), "w") as f:
+        for s in range(3):
+            f.write(json.dumps({"kind": "sample", "bench": "switch",
+                                "nr_ops": 64, "loops": 200, "sample": s,
+                                "walks_per_loop": 2}) + "\n")
+    run = opbench_data.load(d)
+    a = opbench_data.analyse(run)
+    assert a["walk_counts"] == [{"bench": "switch", "nr_ops": 64,
+                                 "walks": 1604, "loops": 800,
+                                 "declared": 2, "measured": 2.005}]
+    text = opbench_report.render(run, a)
+    assert re.search(r"switch +64 +1604 +800 +2\.0050 +2  agrees", text)
+
+
 def test_icount_clock_must_count_instructions(tmp_path):
     """A boot whose TSC did not advance one tick per instruction of the
     known loop cannot be called instructions: the analysis stops."""

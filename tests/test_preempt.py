@@ -108,7 +108,8 @@ def test_partial_is_caught_on_both_kinds(bits):
 def test_multi_wake_disturbs_the_sample():
     """Another task held the CPU across a period: nothing wrong with the
     kernel, but the sample measured more than preemptions: not used."""
-    c = pg.classify(rec(clean_gaps() + [[P, 2, BOTH]]))
+    # 12 wake-ups, but S was switched out once per P-event: 11 switches
+    c = pg.classify(rec(clean_gaps() + [[P, 2, BOTH]], nivcsw=11))
     assert c["violations"]["multi_wake"] == 1
     # 11 P-gaps, 12 wake-ups: one gap held two
     assert c["reconcile"]["p_gaps"] == 11 and c["reconcile"]["wakeups"] == 12
@@ -214,6 +215,17 @@ def test_foreign_ok_accounts_for_other_tasks_exactly():
     c = pg.classify(rec(clean_gaps(10, 4), wakeups=11, nivcsw=11),
                     foreign_ok=True)
     assert not c["valid"]
+
+
+def test_multi_wake_and_a_foreign_gap_together():
+    """A kworker held the CPU across a period (one gap, two wake-ups) and
+    preempted S once more elsewhere (a foreign I-gap): the switches are
+    counted against P-events, not wake-ups, so nothing is a violation; the
+    sample is disturbed by the multi-wake and not used."""
+    gaps = clean_gaps(10, 4) + [[3 * P, 2, BOTH], [3 * P, 0, BOTH]]
+    c = pg.classify(rec(gaps, nivcsw=12), foreign_ok=True)
+    assert c["valid"], c["why"]
+    assert not c["used"] and c["n_foreign"] == 1 and c["foreign_gaps"] == 1
 
 
 def test_foreign_switch_inside_a_p_gap_needs_a_long_p_gap():
