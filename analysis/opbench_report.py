@@ -158,21 +158,30 @@ def verdict_word(c):
 def floor_text(aa):
     if not aa:
         return "A/A floor unknown (fewer than 3 reference boots)"
-    return "A/A floor %s (sd between %d boots %s)" % (
-        num(aa["floor"]), aa["boots"], num(aa["sd_between"]))
+    return ("A/A: two single boots of the reference differ by up to %s "
+            "(95%%; sd between %d boots %s)" % (
+                num(aa["floor"]), aa["boots"], num(aa["sd_between"])))
+
+
+def interval(c, key="diff_ci", signed=True):
+    """An interval, or what a zero-width one really says."""
+    v = c.get(key) if key in c else c.get("ci")
+    if v is not None and v[0] == v[1] and c.get("se") == 0:
+        return "[same in all boots]"
+    return ci(v, signed)
 
 
 def verdict_block(c, unit, aa):
     """ministat-style verdict lines for one comparison."""
     lines = ["  " + verdict_word(c)]
-    lines.append("    %s %s %s" % (num(c["diff"], True),
-                                   ci(c["diff_ci"], True), unit))
+    lines.append("    %s %s %s" % (num(c["diff"], True), interval(c), unit))
     if c.get("ratio") is not None and not math.isnan(c["ratio"]):
-        lines.append("    %s %s" % (pct(c["ratio"]), pct_ci(c["ratio_ci"])))
+        lines.append("    %s %s" % (pct(c["ratio"]), "" if c.get("se") == 0
+                                    else pct_ci(c["ratio_ci"])))
     lines += textwrap.wrap("Welch t on per-boot medians, p=%s (boots %d/%d); "
-                           "%s; smallest detectable %s" % (
+                           "smallest detectable %s; %s" % (
                                pval(c["p"]), c["k"][0], c["k"][1],
-                               floor_text(aa), num(c["detectable"])), WIDTH,
+                               num(c["detectable"]), floor_text(aa)), WIDTH,
                            initial_indent="    ", subsequent_indent="    ")
     for w in c["warnings"]:
         lines += textwrap.wrap("! " + w, WIDTH, initial_indent="    ",
@@ -246,11 +255,13 @@ def cells_table(g, unit):
         sw = c.get("switches_per_loop")
         lines.append(("%6d %-9s %2d %11s  %-22s %7s%s" % (
             c["nr_ops"], c["flavour"][:9], c["k"], num(c["value"]),
+            "[same in all boots]" if c.get("sd_used") == 0 else
             ci(c["ci"]), num(c["sd_between"]),
             "  %.3f" % sw if sw is not None else "")).rstrip())
     lines += textwrap.wrap(
         "median: the mean over boots of each boot's median; k boots; "
-        "sd(b): the spread between boots" + (
+        "sd(b): the spread between boots; the interval uses the larger of "
+        "it and the spread pooled over the benchmark's cells" + (
             "; sw/loop: context switches per loop" if has_sw else ""),
         WIDTH, initial_indent="  ", subsequent_indent="  ")
     if preempt:
@@ -320,18 +331,20 @@ def group_lines(g, a):
         lines += verdict_block(c, unit, g["aa"])
     for fl, rows in g["vs_zero"].items():
         lines.append("")
-        lines.append("%s: N operations against N=0 (%s)" % (fl, unit))
+        lines.append("%s: N operations against N=0, paired by boot (%s)"
+                     % (fl, unit))
         lines.append("%7s %11s  %-23s %8s %6s %8s" % (
             "N", "diff", "95% CI", "ratio", "p", "detect"))
         for c in rows:
             lines.append("%7d %11s  %-23s %8s %6s %8s %s" % (
-                c["nr_ops"], num(c["diff"], True), ci(c["diff_ci"], True),
+                c["nr_ops"], num(c["diff"], True), interval(c),
                 "%.4f" % c["ratio"] if c.get("ratio") is not None
                 and not math.isnan(c["ratio"]) else "-",
                 pval(c["p"]), num(c["detectable"]), MARK[c["verdict"]]))
-        lines.append("  * difference at 95% confidence; ~ within the A/A "
-                     "floor;")
-        lines.append("  detect: smallest difference found 80% of the time")
+        lines += textwrap.wrap(
+            "* difference at 95% confidence (paired t over the boots that "
+            "measured both); detect: smallest difference found 80% of the "
+            "time", WIDTH, initial_indent="  ", subsequent_indent="  ")
     for fl, m in g["cost"].items():
         lines.append("")
         lines.append("Cost model on %s, N=%d..%d: a + b x N per boot" % (
@@ -347,7 +360,7 @@ def group_lines(g, a):
                                                   "ratio", ""))
         for c in g["vs_rfc"]:
             lines.append("%7d %11s  %-23s %8s %s" % (
-                c["nr_ops"], num(c["diff"], True), ci(c["diff_ci"], True),
+                c["nr_ops"], num(c["diff"], True), interval(c),
                 "%.4f" % c["ratio"] if c.get("ratio") is not None else "-",
                 MARK[c["verdict"]]))
         s = g.get("slopes_vs_rfc")
@@ -371,18 +384,19 @@ def mission_lines(a):
     lines = [RULE, "Against the unpatched kernel (%s at N=0), %s per loop"
              % (a["reference"], unit), ""]
     lines.append("%-8s %-7s %5s %11s  %-22s %8s %s" % (
-        "bench", "flavour", "N", "diff", "95% CI", "ratio", ""))
+        "bench", "flavour", "N", "diff", "95% CI", "change", ""))
     for c in a["mission"]:
         lines.append("%-8s %-7s %5d %11s  %-22s %8s %s" % (
             c["bench"][:8], c["flavour"][:7], c["nr_ops"],
-            num(c["diff"], True), ci(c["diff_ci"], True),
+            num(c["diff"], True), interval(c),
             pct(c["ratio"]) if c.get("ratio") is not None else "-",
             MARK[c["verdict"]]))
     if not a["mission"]:
         lines.append("  (no flavour beside %s measured)" % a["reference"])
     lines += textwrap.wrap(
-        "* difference at 95%% confidence; ~ within the A/A floor; blank: "
-        "none proven. Intervals: Welch t on per-boot medians. %s" % (
+        "* difference at 95%% confidence; blank: none proven. Intervals: "
+        "Welch t on per-boot medians; \"same in all boots\": every "
+        "boot gave this figure exactly. %s" % (
             "" if a["accel"] != "icount" else "Instructions, not time."),
         WIDTH, initial_indent="  ", subsequent_indent="  ")
     excl = [g for g in a["groups"] if g.get("headline_excluded")]
@@ -426,12 +440,15 @@ def cross_lines(a):
         if r["ok"] is None:
             verdict = ""
         else:
-            verdict = "agrees" if r["ok"] else (
+            verdict = "agrees within 5%" if r["ok"] else (
                 "DISAGREES by more than 5%: a finding to explain")
-        val = ("%s %s %s" % (num(r["value"], True), ci(r.get("ci"), True),
-                             a["unit"]) if r.get("ci") is not None or
-               r["expect"] is None else "%.3f (expected %s)" % (
-                   r["value"], num(r["expect"])))
+        if r["value"] is None:
+            val = "-"
+        elif r.get("ci") is not None or r["expect"] is None:
+            val = "%s %s %s" % (num(r["value"], True), interval(r),
+                                a["unit"])
+        else:
+            val = "%.3f (expected %s)" % (r["value"], num(r["expect"]))
         lines.append("")
         lines += textwrap.wrap(r["check"] + ":", WIDTH, initial_indent="  ",
                                subsequent_indent="    ")
@@ -439,7 +456,8 @@ def cross_lines(a):
                                              else "", r["detail"]), WIDTH,
                                initial_indent="    ",
                                subsequent_indent="    ")
-    if a["accel"] == "icount":
+    if a["accel"] == "icount" and any("scattered" in r["check"] and
+                                      r["value"] is not None for r in rows):
         lines += [""] + textwrap.wrap(
             "Under icount the two layouts execute the same instructions: "
             "cache and TLB misses, the whole point of the scattered layout, "

@@ -162,7 +162,40 @@ def _few_boots(k, what=""):
 
 # One configuration ------------------------------------------------------
 
-def estimate(per_boot, key=()):
+def pooled_spread(cells):
+    """The between-boot sd pooled over several cells of one benchmark and
+    flavour: {"sd", "df", "cells"}, or None without a cell of two boots.
+
+    cells: a list of {boot_id: [sample, ...]}. Each cell's per-boot medians
+    are centred on their own mean; the squares are pooled over
+    sum(k_i - 1) degrees of freedom. Under icount per-boot medians take a
+    few discrete values, and five boots of one cell may all land on one of
+    them: that cell's own sd is then 0, which says little. The family's
+    pooled sd says more, and estimate() and compare() use the larger of the
+    two (conservative)."""
+    ss, df, n = 0.0, 0, 0
+    for pb in cells:
+        m = boot_medians(pb)
+        if len(m) < 2:
+            continue
+        mu = _mean(m)
+        ss += float(sum((x - mu) ** 2 for x in m))
+        df += len(m) - 1
+        n += 1
+    if not df:
+        return None
+    return {"sd": math.sqrt(ss / df), "df": df, "cells": n}
+
+
+def _spread_sd(own_sd, k, spread):
+    """The sd and df an interval of k per-boot values uses: its own, or the
+    family's pooled one when that is larger."""
+    if spread and spread["sd"] > (own_sd or 0.0):
+        return spread["sd"], float(spread["df"])
+    return own_sd, float(k - 1)
+
+
+def estimate(per_boot, key=(), spread=None):
     """The value of one cell with its confidence interval, boot as unit.
 
     per_boot: {boot_id: [sample, ...]}. value is the mean of the k per-boot
@@ -197,7 +230,15 @@ def estimate(per_boot, key=()):
         out["warnings"].append(_ONE_BOOT)
         return out
     m, ci, se, sd = _t_interval(meds)
-    out.update(value=m, ci=ci, se=se, sd_between=sd)
+    use, df = _spread_sd(sd, k, spread)
+    if use != sd:
+        se = use / math.sqrt(k)
+        h = _tq(1 - _ALPHA / 2, df) * se
+        ci = [m - h, m + h]
+        out["method"] += ("; sd from the benchmark's cells pooled (%d df), "
+                          "larger than this cell's own" % df)
+    out.update(value=m, ci=ci, se=se, sd_between=sd,
+               identical=sd == 0, sd_used=use)
     out["warnings"] += _few_boots(k)
     return out
 
@@ -230,10 +271,11 @@ def aa_floor(per_boot):
 
 # Two configurations -----------------------------------------------------
 
-def _welch(ref, val, floor=None):
+def _welch(ref, val, floor=None, spread_ref=None, spread=None):
     """Core of compare and compare_slopes on per-boot values.
 
-    ref, val: lists of per-boot values (medians, or slopes). Returns the
+    ref, val: lists of per-boot values (medians, or slopes). spread_ref,
+    spread: pooled_spread() of each side's family, or None. Returns the
     comparison dict without method/k/key-specific fields.
     """
     kr, k = len(ref), len(val)
@@ -244,10 +286,13 @@ def _welch(ref, val, floor=None):
            "noise_floor": floor}
     out["ratio"] = v / rv if rv != 0 else None
     if kr >= 2 and k >= 2:
-        vr, vv = _sd(ref) ** 2 / kr, _sd(val) ** 2 / k
+        sr, dfr = _spread_sd(_sd(ref), kr, spread_ref)
+        sv, dfv = _spread_sd(_sd(val), k, spread)
+        vr, vv = sr ** 2 / kr, sv ** 2 / k
         se2 = vr + vv
         if se2 > 0:
-            df = se2 ** 2 / (vr ** 2 / (kr - 1) + vv ** 2 / (k - 1))
+            df = se2 ** 2 / ((vr ** 2 / dfr if vr else 0.0) +
+                             (vv ** 2 / dfv if vv else 0.0))
         else:
             df = float(kr + k - 2)
     elif kr >= 2 or k >= 2:
@@ -279,7 +324,7 @@ def _welch(ref, val, floor=None):
     # Ratio: delta method on log(v / rv), same df as the difference.
     if out["ratio"] is not None and out["ratio"] > 0:
         if kr >= 2 and k >= 2:
-            sl2 = (_sd(ref) / rv) ** 2 / kr + (_sd(val) / v) ** 2 / k
+            sl2 = (sr / rv) ** 2 / kr + (sv / v) ** 2 / k
         else:
             sl2 = s * s * (1.0 / (kr * rv * rv) + 1.0 / (k * v * v))
         lr = math.log(out["ratio"])
@@ -311,7 +356,8 @@ _COMPARE_METHOD = ("difference of means of per-boot medians, Welch t "
                    "delta method on the log ratio, same df")
 
 
-def compare(ref_per_boot, per_boot, key=(), floor=None):
+def compare(ref_per_boot, per_boot, key=(), floor=None, spread_ref=None,
+            spread=None):
     """Compare per_boot against the reference ref_per_boot, boot as unit.
 
     Both are {boot_id: [sample, ...]}. Every boot is reduced to its median;
@@ -349,8 +395,80 @@ def compare(ref_per_boot, per_boot, key=(), floor=None):
                              % ("reference" if kr == 0 else "compared")],
                 "method": _COMPARE_METHOD}
     out = {"k": [kr, k]}
-    out.update(_welch(mr, m, floor))
+    out.update(_welch(mr, m, floor, spread_ref, spread))
     out["method"] = _COMPARE_METHOD
+    return out
+
+
+_PAIRED_METHOD = ("mean of the per-boot differences of medians (both cells "
+                  "measured in the same boots), Student t interval and test "
+                  "(k-1 df); ratio interval: the difference's over the "
+                  "reference value")
+
+
+def paired_spread(ref_per_boot, cells):
+    """pooled_spread() of the per-boot differences between each cell and
+    the reference cell of the same boots."""
+    diffs = []
+    for pb in cells:
+        d = _paired(ref_per_boot, pb)
+        if len(d) >= 2:
+            diffs.append({i: [x] for i, x in enumerate(d)})
+    return pooled_spread(diffs)
+
+
+def _paired(ref_per_boot, per_boot):
+    r = dict(zip((b for b, _ in _arrays(ref_per_boot)),
+                 boot_medians(ref_per_boot)))
+    v = dict(zip((b for b, _ in _arrays(per_boot)), boot_medians(per_boot)))
+    return [v[b] - r[b] for b in sorted(set(r) & set(v))]
+
+
+def compare_paired(ref_per_boot, per_boot, key=(), spread=None):
+    """Compare two cells measured in the same boots (N against N = 0 on one
+    flavour): the boot effect they share cancels in each boot's difference.
+
+    diff: the mean of the per-boot differences of medians, diff_ci its
+    Student t interval (k - 1 df, k the boots both cells have), p the paired
+    t test; ratio value / ref_value with ratio_ci the difference's interval
+    over ref_value (the reference's own spread shared by both sides). No A/A floor applies: the spread between boots cancels.
+    spread: paired_spread() over the family, used when larger than the
+    pair's own sd. detectable: (t(0.975) + t(0.80)) x se. Fewer than two
+    common boots: no interval, verdict "none".
+    """
+    d = _paired(ref_per_boot, per_boot)
+    mr, m = boot_medians(ref_per_boot), boot_medians(per_boot)
+    k = len(d)
+    out = {"k": [len(mr), len(m)], "paired_boots": k,
+           "ref_value": _mean(mr) if mr else None,
+           "value": _mean(m) if m else None, "noise_floor": None,
+           "method": _PAIRED_METHOD, "warnings": []}
+    out["ratio"] = (out["value"] / out["ref_value"]
+                    if out["ref_value"] else None)
+    if k < 2:
+        out.update(diff=_mean(d) if d else None, diff_ci=None, se=None,
+                   df=None, p=None, ratio_ci=None, detectable=None,
+                   verdict="none")
+        out["warnings"].append("fewer than two boots measured both cells: "
+                               "no interval")
+        return out
+    mean, _, _, sd = _t_interval(d)
+    use, df = _spread_sd(sd, k, spread)
+    se = use / math.sqrt(k)
+    if se == 0:
+        dci = [mean, mean]
+        p = 0.0 if mean != 0 else 1.0
+        tc = tp = 0.0
+    else:
+        tc, tp = _tq(1 - _ALPHA / 2, df), _tq(POWER, df)
+        dci = [mean - tc * se, mean + tc * se]
+        p = float(2 * stats.t.sf(abs(mean) / se, df))
+    rv = out["ref_value"]
+    out.update(diff=mean, diff_ci=dci, se=se, df=df, p=p,
+               ratio_ci=[1 + dci[0] / rv, 1 + dci[1] / rv] if rv else None,
+               detectable=(tc + tp) * se, identical=sd == 0,
+               verdict="difference" if dci[0] > 0 or dci[1] < 0 else "none")
+    out["warnings"] += _few_boots(k)
     return out
 
 
@@ -387,9 +505,9 @@ def cost_model(cells, key=()):
     entry = a_i minus boot i's N = 0 median (the cost of having an
     operation registered, over and above the walk; boots without N = 0
     samples left out of it), walk_max = b_i x max(N), both combined the
-    same way. weights: each N's share of the OLS slope's weight,
-    |N - mean N| / sum |N - mean N| (in a doubling sweep 1..2048, N = 2048
-    carries a third). residuals: mean over boots of the boot's median minus
+    same way. weights: each N's share of the OLS slope's variance,
+    (N - mean N)^2 / sum (N - mean N)^2, its leverage (in a doubling sweep
+    1..2048, N = 2048 carries about 70 %, each N <= 8 under 3 %). residuals: mean over boots of the boot's median minus
     its own line, per N; residuals_rel the same relative to the fitted
     value; a curve or a step shows there, R^2 hides it.
 
@@ -435,7 +553,7 @@ def cost_model(cells, key=()):
     fitted = np.array([lines[b][0] + lines[b][1] * x for b in used])
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = res / fitted
-    dev = np.abs(x - x.mean())
+    dev = (x - x.mean()) ** 2
     out = {
         "k": k, "ns": ns, "excluded_boots": excluded,
         "n": int(sum(arr[n][b].size for n in ns for b in used)),

@@ -34,8 +34,11 @@ Rules, per record:
    ``dummy_reset``). Any event showing exactly one bit is ``partial`` (a
    walk stopped part way, or a word written by something else); it also
    counts under the rule above.
-3. ``multi_wake``: events whose sequence step is above 1 (W woke twice in one
-   preemption, or overran its period).
+3. ``multi_wake``: events whose sequence step is above 1: another task held
+   the CPU across a whole period (a disturbance, rule 6), unless the event
+   is shorter than the periods it spans (``ticks_per_us`` x ``period_us``
+   each): then W ran late and caught up, which only a preemption the exit
+   path failed to make explains; that is ``late_wake``, a violation.
 4. ``waker``: the record's ``waker_violations``.
 5. Reconciliation. The guest brackets the counts exactly (no tolerance): it
    opens the window with a read of the sequence, the rusage, the TSC the
@@ -51,7 +54,8 @@ Rules, per record:
    (with ``foreign_ok``, rule 8, once other tasks are accounted for).
 6. Violations and disturbances. A sample is *invalid* (``valid`` false,
    ``why`` says why) when the kernel did something wrong or the record
-   contradicts itself: any count of rule 2 or 4, sequence steps that do not
+   contradicts itself: any count of rule 2, 3 (late_wake) or 4, sequence
+   steps that do not
    sum to the wake-ups, a wake-up that did not switch S out (fewer
    involuntary switches than wake-ups with no gap holding two), or, with
    ``foreign_ok``, I-gaps with both words rewritten beyond the switches
@@ -102,7 +106,7 @@ GAP_INSIDE = 0x4
 BOTH = GAP_FIRST | GAP_LAST
 
 VIOLATIONS = ("p_not_reset", "i_reset", "partial", "dummy_reset", "waker",
-              "multi_wake")
+              "late_wake", "multi_wake")
 
 _WORDS = {
     "p_not_reset": "P-gaps without both watched words rewritten",
@@ -112,6 +116,8 @@ _WORDS = {
                    "expected at all)",
     "waker": "wake-ups after which the waker's own words were wrong",
     "multi_wake": "gaps in which the waker woke more than once",
+    "late_wake": "gaps shorter than the periods the waker woke in them: "
+                 "it ran late (a preemption the exit path did not make)",
 }
 
 # Fields that must agree between the records combine() pools.
@@ -153,6 +159,10 @@ def _sample(rec, foreign_ok=False):
     """Per-record counts before any threshold that needs pooled medians."""
     ops = int(rec.get("nr_ops", 0)) > 0
     v = dict.fromkeys(VIOLATIONS, 0)
+    # A period in ticks (records from before ticks_per_us was recorded:
+    # the check is skipped).
+    per_tick = (float(rec["ticks_per_us"]) * int(rec.get("period_us", 0))
+                if rec.get("ticks_per_us") else None)
     p, i = [], []
     n_p = n_i = n_split = seq_sum = n_f = 0
     for durs, seq, bits in events(rec.get("gaps", [])):
@@ -177,6 +187,12 @@ def _sample(rec, foreign_ok=False):
             n_i += 1
             i.append(durs[0])
         v["multi_wake"] += seq > 1
+        # W woke again within one gap: only another task holding the CPU
+        # across a whole period explains it. A gap shorter than the
+        # periods it spans means W ran late and caught up: a preemption
+        # the exit path failed to make (a lost need_resched).
+        if seq > 1 and per_tick and sum(durs) < (seq - 1) * per_tick:
+            v["late_wake"] += 1
         v["partial"] += bits in (GAP_FIRST, GAP_LAST)
         if not ops:
             v["dummy_reset"] += bits != 0

@@ -298,16 +298,19 @@ static long tally_sample(struct tally *ty, const struct gap *rec, long n,
 }
 
 static void emit_gaps(struct bench_ctx *ctx, int sample, const struct spin *sp,
-		      uint64_t loop_ticks, unsigned long wakeups, long nivcsw,
-		      long nvcsw, long wviol, bool bracket_ok)
+		      uint64_t loop_ticks, double ticks_per_ns,
+		      unsigned long wakeups, long nivcsw, long nvcsw, long wviol,
+		      bool bracket_ok)
 {
 	emit_head(ctx, "gaps");
 	printf(",\"sample\":%d,\"clock\":\"tsc\",\"threshold\":%llu,"
+	       "\"ticks_per_us\":%.3f,"
 	       "\"loop_ticks\":%llu,\"period_us\":%d,\"waker_ops\":%s,"
 	       "\"loops\":%ld,\"wakeups\":%lu,\"nivcsw\":%ld,\"nvcsw\":%ld,"
 	       "\"waker_violations\":%ld,\"truncated\":%s,\"bracket_ok\":%s,"
 	       "\"gaps\":[",
-	       sample, (unsigned long long)sp->thr, (unsigned long long)loop_ticks,
+	       sample, (unsigned long long)sp->thr, ticks_per_ns * 1000,
+	       (unsigned long long)loop_ticks,
 	       ctx->period_us, ctx->waker_ops ? "true" : "false", ctx->loops,
 	       wakeups, nivcsw, nvcsw, wviol, sp->truncated ? "true" : "false",
 	       bracket_ok ? "true" : "false");
@@ -419,7 +422,7 @@ int bench_preempt(struct bench_ctx *ctx)
 		}
 		if (s < 0)
 			continue;
-		emit_gaps(ctx, s, &sp, loop_ticks, sp.s0 - s_start,
+		emit_gaps(ctx, s, &sp, loop_ticks, ticks_per_ns, sp.s0 - s_start,
 			  ru1.ru_nivcsw - ru0.ru_nivcsw, ru1.ru_nvcsw - ru0.ru_nvcsw,
 			  v1 - v0, bracket_ok);
 		/*

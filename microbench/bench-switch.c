@@ -5,8 +5,9 @@
  * Both threads register the same number of operations. One timed loop is
  * one sched_yield() of the measured thread: it runs the partner, which
  * yields back, so every loop is two context switches and two walks of N
- * nodes. Each thread counts its loops, so each knows per iteration whether
- * the other ran, and then its own watched words must have been rewritten;
+ * nodes. Each thread counts its yields begun and returned, so each knows
+ * per iteration whether the other ran, and then its own watched words must
+ * have been rewritten;
  * an iteration in which the yield did not switch is counted and not timed.
  * The partner's failures are counted in the sample it happened in. The
  * cell's gate arms the measured thread's words, yields once and, if a
@@ -22,7 +23,8 @@ struct partner {
 	struct bench_ctx *ctx;
 	int state;		/* 0 starting, 1 ready, -1 failed */
 	int stop;
-	long loops;		/* the partner's yields so far */
+	long enter;		/* the partner's yields begun */
+	long loops;		/* the partner's yields returned */
 	long mine;		/* the measured thread's yields so far */
 	long violations;	/* partner iterations that should have walked */
 };
@@ -46,6 +48,7 @@ static void *partner_fn(void *arg)
 		uint8_t b;
 
 		watch_arm(&w);
+		__atomic_store_n(&p->enter, p->enter + 1, __ATOMIC_RELAXED);
 		sched_yield();
 		b = watch_read(&w);
 		if (__atomic_load_n(&p->mine, __ATOMIC_RELAXED) != m &&
@@ -101,6 +104,7 @@ int bench_switch(struct bench_ctx *ctx)
 
 		sample_start(ctx);
 		for (long i = 0; i < ctx->loops; i++) {
+			long pe = __atomic_load_n(&p.enter, __ATOMIC_RELAXED);
 			long pl = __atomic_load_n(&p.loops, __ATOMIC_RELAXED);
 			uint64_t t0;
 
@@ -109,7 +113,13 @@ int bench_switch(struct bench_ctx *ctx)
 			sched_yield();
 			it.dt[i & it.mask] = tsc_now() - t0;
 			it.bits[i & it.mask] = watch_read(&w);
-			if (__atomic_load_n(&p.loops, __ATOMIC_RELAXED) != pl)
+			/*
+			 * The partner ran if it began or finished a yield: a
+			 * partner preempted just before its yield only begins
+			 * one in this iteration.
+			 */
+			if (__atomic_load_n(&p.enter, __ATOMIC_RELAXED) != pe ||
+			    __atomic_load_n(&p.loops, __ATOMIC_RELAXED) != pl)
 				it.bits[i & it.mask] |= IT_SWITCHED;
 			__atomic_store_n(&p.mine, p.mine + 1, __ATOMIC_RELAXED);
 		}

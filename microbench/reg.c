@@ -169,8 +169,10 @@ const char *layout_name(enum layout l)
 /* Node @i of @to, wherever its layout put it. */
 static char *node_at(struct thread_ops *to, int i)
 {
+	/* A different line in each page: not all in one cache set. */
 	if (to->layout == LAYOUT_SCATTERED)
-		return (char *)to->nodes + (size_t)to->page[i] * NODE_PAGE;
+		return (char *)to->nodes + (size_t)to->page[i] * NODE_PAGE +
+			(i * 64) % NODE_PAGE;
 	return (char *)to->nodes + i * node_size(to->type);
 }
 
@@ -281,12 +283,25 @@ static int nr_nodes(struct thread_ops *to)
 
 void ops_unregister(struct thread_ops *to)
 {
-	for (int i = 0; i < to->nr; i++)
-		prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_UNREGISTER,
-		      (unsigned long)node_at(to, i), 0, 0);
-	free(to->nodes);
+	bool stuck = false;
+
+	for (int i = 0; i < to->nr; i++) {
+		if (prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_UNREGISTER,
+			  (unsigned long)node_at(to, i), 0, 0) && !stuck) {
+			fprintf(stderr, "opbench: unregistering operation %d failed: %s; its memory is kept\n",
+				i, strerror(errno));
+			stuck = true;
+		}
+	}
+	/*
+	 * The kernel may still walk a node it holds and write its
+	 * destination: never reuse their memory.
+	 */
+	if (!stuck) {
+		free(to->nodes);
+		free(to->words);
+	}
 	free(to->page);
-	free(to->words);
 	memset(to, 0, sizeof(*to));
 }
 

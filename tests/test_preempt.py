@@ -217,6 +217,19 @@ def test_foreign_ok_accounts_for_other_tasks_exactly():
     assert not c["valid"]
 
 
+def test_a_short_multi_wake_gap_is_a_late_waker():
+    """Two wake-ups in a gap shorter than a period: W ran late and caught
+    up, a preemption the exit path did not make. A violation, not a
+    disturbance; a gap as long as the period is a disturbance."""
+    gaps = clean_gaps() + [[P, 2, BOTH]]
+    late = pg.classify(rec(gaps, nivcsw=11, ticks_per_us=10))  # 3310/period
+    assert late["violations"]["late_wake"] == 1 and not late["valid"]
+    assert any(pg._WORDS["late_wake"] in w for w in late["why"])
+    ok = pg.classify(rec(gaps, nivcsw=11, ticks_per_us=1))     # 331/period
+    assert ok["violations"]["late_wake"] == 0 and ok["valid"]
+    assert not ok["used"]
+
+
 def test_multi_wake_and_a_foreign_gap_together():
     """A kworker held the CPU across a period (one gap, two wake-ups) and
     preempted S once more elsewhere (a foreign I-gap): the switches are
@@ -350,8 +363,12 @@ def test_host_gate_fails_without_registration(opbench):
     (g,) = [x for x in recs if x["kind"] == "gaps"]
     c = pg.classify(g, foreign_ok=True)
     assert not c["valid"]
-    assert c["violations"]["p_not_reset"] == c["n_p"] == 20
-    assert c["violations"]["waker"] == g["wakeups"] == 20
+    # On a busy host the waker may wake twice in one gap: every P-event is
+    # still caught, and the wake-ups add up.
+    steps = sum(x[1] for x in g["gaps"])
+    assert c["violations"]["p_not_reset"] == c["n_p"] > 0
+    assert steps == g["wakeups"] == 20
+    assert c["violations"]["waker"] == g["wakeups"]
     (gate,) = [x for x in recs if x["kind"] == "gate"]
     assert gate["valid"] is False
-    assert (gate["resets_expected"], gate["resets_seen"]) == (20, 0)
+    assert gate["resets_expected"] == c["n_p"] and gate["resets_seen"] == 0
