@@ -162,6 +162,7 @@ def load(rdir):
     return {"dir": os.path.abspath(rdir), "name": os.path.basename(
         os.path.abspath(rdir)), "provenance": read_kv(
             os.path.join(rdir, "provenance")), "boots": boots,
+            "manifest": read_kv(os.path.join(rdir, "manifest")),
             "walk_counts": walk_counts(rdir)}
 
 

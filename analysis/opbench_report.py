@@ -145,7 +145,11 @@ def header(run, a):
     guest_cmd = " ".join(vm.get("guest_command", []))
     lines += field("Commands", "host: %s; guest: %s" % (
         p.get("command", "?"), guest_cmd))
-    lines += field("Project", "commit %s" % p.get("project_commit", "?")[:12])
+    lines += field("Project", "commit %s%s; opbench sha256 %s" % (
+        p.get("project_commit", "?")[:12],
+        " with uncommitted changes (diff %s)" % p["project_dirty"]
+        if p.get("project_dirty") else "",
+        run.get("manifest", {}).get("opbench_sha256", "?")))
     return lines
 
 

@@ -83,6 +83,10 @@ in_buildroot --bind "$out" make -s -C "$TOPDIR/microbench" O="$out" >/dev/null |
 	echo "image=$img"
 	sed 's/^/image_/' "$(dirname "$img")/provenance"
 	echo "project_commit=$(git -C "$TOPDIR" rev-parse HEAD 2>/dev/null || echo none)"
+	# Uncommitted changes make the commit a lie: say so, with a hash of them.
+	if [ -n "$(git -C "$TOPDIR" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+		echo "project_dirty=$(git -C "$TOPDIR" diff HEAD 2>/dev/null | sha256sum | cut -c1-16)"
+	fi
 	echo "command=$0 $*"
 } > "$out/provenance"
 

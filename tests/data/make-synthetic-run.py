@@ -94,6 +94,8 @@ def main():
                 "image_recipe=0123456789abcdef\nimage_perf=6.12\n"
                 "image_bpftrace=0.23.2\nproject_commit=0000000000000000\n"
                 "command=microbench/bench.sh\n" % (args.accel, " ".join(order)))
+    with open(os.path.join(args.dir, "manifest"), "w") as f:
+        f.write("source_version=7.2.13-1\nopbench_sha256=0123456789abcdef\n")
     for i, fl in enumerate(order, 1):
         d = os.path.join(args.dir, "boot-%d-%s" % (i, fl))
         os.makedirs(d)
