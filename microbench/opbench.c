@@ -402,17 +402,7 @@ static void shuffle(int *v, int n, unsigned int seed, const char *name)
 		return;
 	for (const char *c = name; *c; c++)
 		x = (x ^ (unsigned char)*c) * 0x100000001b3ULL;
-	for (int i = n - 1; i > 0; i--) {
-		int j, t;
-
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		j = x % (uint64_t)(i + 1);
-		t = v[i];
-		v[i] = v[j];
-		v[j] = t;
-	}
+	shuffle_ints(v, n, &x);
 }
 
 static void emit_order(const char *bench, unsigned int seed, const int *v, int n)

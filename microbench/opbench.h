@@ -185,6 +185,7 @@ int rseq_unregister_thread(enum reg_mode m, struct ob_rseq *area);
 int ops_register(struct thread_ops *to, struct ob_rseq *area, enum op_type type,
 		 int nr, enum layout layout, bool pretend);
 const char *layout_name(enum layout l);
+void shuffle_ints(int *v, int n, uint64_t *state);
 void ops_unregister(struct thread_ops *to);
 void ops_arm(struct thread_ops *to);
 long ops_count_reset(struct thread_ops *to);

@@ -159,6 +159,28 @@ static size_t slots(enum op_type t)
 	return (t == OP_CPU || t == OP_MMCID) ? STRIDE_SLOTS : 1;
 }
 
+/*
+ * Shuffle @v in place (Fisher-Yates) with a 64-bit xorshift whose @state
+ * the caller seeds: the same seed gives the same order on every run.
+ */
+void shuffle_ints(int *v, int n, uint64_t *state)
+{
+	uint64_t x = *state ? *state : 0x9e3779b97f4a7c15ULL;
+
+	for (int i = n - 1; i > 0; i--) {
+		int j, t;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		j = x % (uint64_t)(i + 1);
+		t = v[i];
+		v[i] = v[j];
+		v[j] = t;
+	}
+	*state = x;
+}
+
 const char *layout_name(enum layout l)
 {
 	return l == LAYOUT_SCATTERED ? "scattered" : "packed";
@@ -199,17 +221,7 @@ static int nodes_alloc(struct thread_ops *to, int nr)
 	memset(to->nodes, 0, (size_t)nr * NODE_PAGE);
 	for (int i = 0; i < nr; i++)
 		to->page[i] = i;
-	for (int i = nr - 1; i > 0; i--) {
-		int j, t;
-
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		j = x % (uint64_t)(i + 1);
-		t = to->page[i];
-		to->page[i] = to->page[j];
-		to->page[j] = t;
-	}
+	shuffle_ints(to->page, nr, &x);
 	return 0;
 }
 

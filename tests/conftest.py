@@ -77,3 +77,16 @@ def image():
     img = manifest().get("image")
     assert img and os.path.isfile(img), "no image in the manifest: make image"
     return img
+
+
+@pytest.fixture(scope="module")
+def opbench(tmp_path_factory):
+    """microbench/opbench built on this host, warning-free: -Werror on top
+    of -Wall -Wextra."""
+    out = tmp_path_factory.mktemp("mb")
+    r = subprocess.run(["make", "-s", "-C", os.path.join(TOP, "microbench"),
+                        "O=%s" % out, "USERCFLAGS=-Werror"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "warning" not in r.stderr, r.stderr
+    return str(out / "opbench")

@@ -35,6 +35,15 @@ def synthetic(tmp_path, accel="icount"):
     return str(d)
 
 
+def rewrite(d, boot, change):
+    """Replace a boot's records with change(records)."""
+    p = os.path.join(d, boot, "opbench.json")
+    with open(p) as f:
+        recs = [json.loads(l) for l in f]
+    with open(p, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in change(recs))
+
+
 # Records to analysis ------------------------------------------------------
 
 def test_synthetic_run_known_answers(tmp_path):
@@ -110,37 +119,28 @@ def test_icount_clock_must_count_instructions(tmp_path):
     """A boot whose TSC did not advance one tick per instruction of the
     known loop cannot be called instructions: the analysis stops."""
     d = synthetic(tmp_path)
-    p = os.path.join(d, "boot-3-baseline", "opbench.json")
-    with open(p) as f:
-        recs = [json.loads(l) for l in f]
-    recs[0]["ticks_per_insn"] = 0.4
-    with open(p, "w") as f:
-        f.writelines(json.dumps(r) + "\n" for r in recs)
+
+    def slow_clock(recs):
+        recs[0]["ticks_per_insn"] = 0.4
+        return recs
+    rewrite(d, "boot-3-baseline", slow_clock)
     with pytest.raises(opbench_data.ResultsError, match="not 1"):
         opbench_data.analyse(opbench_data.load(d))
 
 
 def test_old_records_refused(tmp_path):
     d = synthetic(tmp_path)
-    p = os.path.join(d, "boot-3-baseline", "opbench.json")
-    with open(p) as f:
-        recs = [json.loads(l) for l in f][1:]
-    with open(p, "w") as f:
-        f.writelines(json.dumps(r) + "\n" for r in recs)
+    rewrite(d, "boot-3-baseline", lambda recs: recs[1:])   # no clock
     with pytest.raises(opbench_data.ResultsError, match="older opbench"):
         opbench_data.analyse(opbench_data.load(d))
 
 
 def test_missing_gate_is_invalid(tmp_path):
     d = synthetic(tmp_path)
-    p = os.path.join(d, "boot-1-ops", "opbench.json")
-    with open(p) as f:
-        recs = [json.loads(l) for l in f]
-    with open(p, "w") as f:
-        for r in recs:
-            if not (r["kind"] == "gate" and r["bench"] == "switch"
-                    and r["nr_ops"] == 8):
-                f.write(json.dumps(r) + "\n")
+    rewrite(d, "boot-1-ops", lambda recs: [
+        r for r in recs if not (r["kind"] == "gate" and
+                                r["bench"] == "switch" and
+                                r["nr_ops"] == 8)])
     a = opbench_data.analyse(opbench_data.load(d))
     whys = {(x["nr_ops"], x["boot"]): x["why"] for x in a["invalid"]}
     assert "no gate record" in whys[(8, 1)]

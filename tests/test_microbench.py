@@ -24,16 +24,6 @@ GATE_KEYS = {"kind", "bench", "flavour", "kernel", "nr_ops", "op_type", "reg",
 
 
 @pytest.fixture(scope="module")
-def opbench(tmp_path_factory):
-    out = tmp_path_factory.mktemp("mb")
-    r = subprocess.run(["make", "-s", "-C", os.path.join(TOP, "microbench"),
-                        "O=%s" % out, "USERCFLAGS=-Werror"],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    return str(out / "opbench")
-
-
-@pytest.fixture(scope="module")
 def guest_opbench(tmp_path_factory):
     """opbench as the guest gets it: built in the trixie build root."""
     out = str(tmp_path_factory.mktemp("mbguest"))

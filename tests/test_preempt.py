@@ -295,18 +295,6 @@ def test_combine_refuses_records_of_different_cells():
 
 # The benchmark on this host -----------------------------------------------
 
-@pytest.fixture(scope="module")
-def opbench(tmp_path_factory):
-    """Built warning-free: -Werror on top of -Wall -Wextra."""
-    out = tmp_path_factory.mktemp("mb")
-    r = subprocess.run(["make", "-s", "-C", os.path.join(TOP, "microbench"),
-                        "O=%s" % out, "USERCFLAGS=-Werror"],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    assert "warning" not in r.stderr, r.stderr
-    return str(out / "opbench")
-
-
 def smoke(opbench):
     r = subprocess.run([opbench, "-q", "-n", "0", "-l", "20", "-s", "2",
                         "-w", "1", "preempt"],
@@ -315,35 +303,46 @@ def smoke(opbench):
     unsup = [x for x in recs if x["kind"] == "unsupported"]
     if unsup:
         pytest.skip("not measurable on this host: %s" % unsup[0]["why"])
-    assert r.returncode == 0, r.stderr + r.stdout
+    # 1: the guest's gate failed, which a host disturbing more than half
+    # the samples also does; the classification below tells which.
+    assert r.returncode in (0, 1), r.stderr + r.stdout
     return recs
 
 
 def test_host_smoke_run(opbench):
     """N = 0 needs no kernel support: 2 samples of 20 P-gaps each, every one
-    classified valid and reconciled. This host runs other tasks (the
-    guest's QEMU among them): a sample in which one preempted the spinner
-    has an involuntary switch more than the waker's wake-ups, which the
-    analysis accepts (rule 8, foreign_ok) and so does this test; the
-    P-gaps and the wake-ups must still agree exactly."""
+    classified valid and reconciled. This host runs other tasks (a guest's
+    QEMU among them): one preempting the spinner adds an involuntary
+    switch, which the analysis accepts (rule 8, foreign_ok), and one holding
+    the CPU across a period disturbs the sample (two wake-ups in one gap);
+    a run with a disturbed sample is repeated, three times at most. A
+    violation fails at once."""
     if os.geteuid() != 0:
         pytest.skip("SCHED_FIFO for the waker needs root")
-    recs = smoke(opbench)
-    gaps = [x for x in recs if x["kind"] == "gaps"]
-    assert [g["sample"] for g in gaps] == [0, 1]
-    for g in gaps:
-        c = pg.classify(g, foreign_ok=True)
+    for attempt in range(3):
+        recs = smoke(opbench)
+        gaps = [x for x in recs if x["kind"] == "gaps"]
+        assert [g["sample"] for g in gaps] == [0, 1]
+        cs = [pg.classify(g, foreign_ok=True) for g in gaps]
+        for g, c in zip(gaps, cs):
+            assert c["valid"], (c["why"], c["reconcile"])
+        if all(c["used"] for c in cs):
+            break
+    else:
+        pytest.skip("this host disturbed the spinner in three runs: %s" %
+                    [c["disturbed"] for c in cs])
+    gate = [x for x in recs if x["kind"] == "gate"]
+    assert len(gate) == 1 and gate[0]["valid"] is True
+    for g, c in zip(gaps, cs):
         assert g["threshold"] == 20 * g["loop_ticks"] > 0
         assert g["period_us"] == 331 and g["waker_ops"] is False
         assert c["n_p"] == 20 == g["wakeups"], c["why"]
-        assert c["valid"] and c["reconciled"], (c["why"], c["reconcile"])
+        assert c["reconciled"], c["reconcile"]
         assert g["nivcsw"] >= 20 and g["nvcsw"] == 0
         assert c["p_median"] > g["threshold"]
     c = pg.combine(gaps, foreign_ok=True)
     assert c["valid"] and len(c["sample_medians"]) == 2
-    gate = [x for x in recs if x["kind"] == "gate"]
-    assert len(gate) == 1 and gate[0]["check"] == "walk-per-preemption"
-    assert gate[0]["valid"] is True
+    assert gate[0]["check"] == "walk-per-preemption"
     assert (gate[0]["resets_expected"], gate[0]["resets_seen"]) == (0, 0)
 
 
@@ -367,7 +366,7 @@ def test_host_gate_fails_without_registration(opbench):
     # still caught, and the wake-ups add up.
     steps = sum(x[1] for x in g["gaps"])
     assert c["violations"]["p_not_reset"] == c["n_p"] > 0
-    assert steps == g["wakeups"] == 20
+    assert steps == g["wakeups"] >= 20
     assert c["violations"]["waker"] == g["wakeups"]
     (gate,) = [x for x in recs if x["kind"] == "gate"]
     assert gate["valid"] is False
