@@ -46,7 +46,7 @@ int bench_migrate(struct bench_ctx *ctx)
 	pin_self(ctx->cpu2);
 	watch_add(&w, &to, ops_slot(&to, ctx->cpu));
 	pin_self(ctx->cpu);
-	it.full = (1 << w.nr) - 1;
+	it.full = watch_full(&w);
 
 	for (int s = -ctx->warmup; s < ctx->samples; s++) {
 		sample_start(ctx);

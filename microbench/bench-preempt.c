@@ -135,7 +135,7 @@ static void *waker_fn(void *arg)
 		return NULL;
 	}
 	watch_ops(&w, &to, ops_slot(&to, ctx->cpu));
-	full = (1 << w.nr) - 1;
+	full = watch_full(&w);
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	__atomic_store_n(&wk->state, W_RUNNING, __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&wk->stop, __ATOMIC_ACQUIRE)) {
@@ -214,13 +214,6 @@ static __attribute__((noinline)) void spin_gaps(struct spin *sp, unsigned long w
 	sp->n = g - sp->rec;
 	sp->s0 = s1;
 	sp->truncated = (long)(s1 - end) < 0;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 /*

@@ -40,7 +40,7 @@ int bench_signal(struct bench_ctx *ctx)
 	sa.sa_handler = empty_handler;
 	sigaction(SIGUSR1, &sa, NULL);
 	watch_ops(&w, &to, ops_slot(&to, ctx->cpu));
-	it.full = (1 << w.nr) - 1;
+	it.full = watch_full(&w);
 
 	for (int s = -ctx->warmup; s < ctx->samples; s++) {
 		sample_start(ctx);

@@ -41,7 +41,7 @@ static void *partner_fn(void *arg)
 		return NULL;
 	}
 	watch_ops(&w, &to, ops_slot(&to, p->ctx->cpu));
-	full = (1 << w.nr) - 1;
+	full = watch_full(&w);
 	__atomic_store_n(&p->state, 1, __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
 		long m = __atomic_load_n(&p->mine, __ATOMIC_RELAXED);
@@ -97,7 +97,7 @@ int bench_switch(struct bench_ctx *ctx)
 	}
 	slot = ops_slot(&to, ctx->cpu);
 	watch_ops(&w, &to, slot);
-	it.full = (1 << w.nr) - 1;
+	it.full = watch_full(&w);
 
 	for (int s = -ctx->warmup; s < ctx->samples; s++) {
 		long pv = __atomic_load_n(&p.violations, __ATOMIC_RELAXED);

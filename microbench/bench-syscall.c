@@ -49,7 +49,7 @@ int bench_syscall(struct bench_ctx *ctx)
 		return 1;
 	}
 	watch_ops(&w, &to, ops_slot(&to, ctx->cpu));
-	it.full = (1 << w.nr) - 1;
+	it.full = watch_full(&w);
 
 	for (int s = -ctx->warmup; s < ctx->samples; s++) {
 		sample_start(ctx);

@@ -152,7 +152,8 @@ void iters_free(struct iters *it)
 	memset(it, 0, sizeof(*it));
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* qsort() order of uint64_t. */
+int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
@@ -601,11 +602,7 @@ int main(int argc, char **argv)
 			base.seed = parse_num("--seed", optarg, 0);
 			break;
 		case 'Y':
-			if (!strcmp(optarg, "packed")) {
-				base.layout = LAYOUT_PACKED;
-			} else if (!strcmp(optarg, "scattered")) {
-				base.layout = LAYOUT_SCATTERED;
-			} else {
+			if (parse_layout(optarg, &base.layout)) {
 				fprintf(stderr, "opbench: --layout '%s': want packed or scattered\n",
 					optarg);
 				return 2;

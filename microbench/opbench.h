@@ -98,6 +98,12 @@ static inline void watch_arm(struct watch *w)
 		*(volatile uint64_t *)w->w[i] = MARK;
 }
 
+/* The bits watch_read() gives when every watched word was rewritten. */
+static inline uint8_t watch_full(const struct watch *w)
+{
+	return (1 << w->nr) - 1;
+}
+
 static inline uint8_t watch_read(const struct watch *w)
 {
 	uint8_t b = 0;
@@ -159,6 +165,7 @@ static inline uint64_t tsc_now(void)
 void emit_head(struct bench_ctx *ctx, const char *kind);
 int iters_alloc(struct iters *it, long n);
 void iters_free(struct iters *it);
+int cmp_u64(const void *a, const void *b);
 bool emit_sample(struct bench_ctx *ctx, int sample, const struct iters *it,
 		 const char *unit_of_loop, long partner_violations);
 void emit_gate(struct bench_ctx *ctx, const char *what, long expected,
@@ -185,6 +192,7 @@ int rseq_unregister_thread(enum reg_mode m, struct ob_rseq *area);
 int ops_register(struct thread_ops *to, struct ob_rseq *area, enum op_type type,
 		 int nr, enum layout layout, bool pretend);
 const char *layout_name(enum layout l);
+int parse_layout(const char *s, enum layout *l);
 void shuffle_ints(int *v, int n, uint64_t *state);
 void ops_unregister(struct thread_ops *to);
 void ops_arm(struct thread_ops *to);

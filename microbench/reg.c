@@ -181,9 +181,24 @@ void shuffle_ints(int *v, int n, uint64_t *state)
 	*state = x;
 }
 
+static const char *const layout_names[] = {
+	[LAYOUT_PACKED] = "packed", [LAYOUT_SCATTERED] = "scattered",
+};
+
 const char *layout_name(enum layout l)
 {
-	return l == LAYOUT_SCATTERED ? "scattered" : "packed";
+	return layout_names[l];
+}
+
+int parse_layout(const char *s, enum layout *l)
+{
+	for (unsigned int i = 0; i < sizeof(layout_names) / sizeof(layout_names[0]); i++) {
+		if (!strcmp(s, layout_names[i])) {
+			*l = i;
+			return 0;
+		}
+	}
+	return -1;
 }
 
 #define NODE_PAGE	4096
