@@ -420,14 +420,19 @@ def cell_detail(extra_boots, loops_field="loops"):
     return {k: v for k, v in d.items() if v is not None}
 
 
-def preempt_detail(per_boot, scale):
+def preempt_detail(per_boot, clock):
     """A preempt cell's gap figures, pooled over its boots (the median
-    with its interval comes from the boots, see analyse())."""
-    cs = [per_boot[b] for b in sorted(per_boot)]
-    p = np.concatenate([np.asarray(c["p"], dtype=float) for c in cs]) \
-        if cs else np.array([])
-    i = np.concatenate([np.asarray(c["i"], dtype=float) for c in cs]) \
-        if cs else np.array([])
+    with its interval comes from the boots, see analyse()), each boot's
+    gaps converted with that boot's clock, as its samples are."""
+    bs = sorted(per_boot)
+    cs = [per_boot[b] for b in bs]
+
+    def pooled(field):
+        return np.concatenate([
+            np.asarray(per_boot[b][field], dtype=float) *
+            clock.get(b, {}).get("scale", 1.0) for b in bs]) \
+            if bs else np.array([])
+    p, i = pooled("p"), pooled("i")
     n_p = sum(c["n_p"] for c in cs)
     d = {"n_p": int(n_p), "n_i": int(sum(c["n_i"] for c in cs)),
          "tick_coincident": int(sum(c["tick_coincident"] for c in cs)),
@@ -438,9 +443,9 @@ def preempt_detail(per_boot, scale):
     d["tick_share"] = d["tick_coincident"] / n_p if n_p else None
     if len(p):
         for q, name in ((10, "p10"), (50, "p50"), (90, "p90"), (99, "p99")):
-            d[name] = float(np.percentile(p, q)) * scale
+            d[name] = float(np.percentile(p, q))
     if len(i):
-        d["i_median"] = float(np.median(i)) * scale
+        d["i_median"] = float(np.median(i))
     return d
 
 
@@ -476,12 +481,6 @@ def _slope_per_walk(a, bench, fl="ops", per_loop=False):
     w = 1 if per_loop else g["walks_per_loop"]
     return {"value": m["b"] / w, "ci": [c / w for c in m["b_ci"]]
             if m["b_ci"] else None, "k": m["k"], "bench": bench}
-
-
-def _cell_of(a, bench, fl, n):
-    g = next((x for x in a["groups"] if x["bench"] == bench), None)
-    return next((c for c in (g or {}).get("cells", [])
-                 if c["flavour"] == fl and c["nr_ops"] == n), None)
 
 
 def cross_checks(a):
@@ -626,11 +625,7 @@ def analyse(run):
                       "samples": per_boot})
             e.update(cell_detail(col["extra"].get(key, {})))
             if key in col["preempt"]:
-                e["gaps"] = preempt_detail(col["preempt"][key], 1.0 if
-                                           accel == "icount" else float(
-                                               np.median([c["ns_per_tick"]
-                                                          for c in
-                                                          clock.values()])))
+                e["gaps"] = preempt_detail(col["preempt"][key], clock)
             g["cells"].append(e)
 
         def pb(fl, n):

@@ -18,8 +18,10 @@ set -euo pipefail
 . "$(dirname "$0")/../scripts/common.sh"
 
 plan=${PLAN:-default}
-# The plan's settings are bench.sh's to read; here only its flavours.
+# The plan's settings are bench.sh's to read; here only its flavours and
+# benchmarks.
 flavours=$(load_plan "$plan" && echo "$FLAVOURS")
+benches=$(load_plan "$plan" && echo "$BENCHES")
 plan_file=$TOPDIR/microbench/plans/$plan.plan
 
 timings=$CACHE_DIR/timings/bench-$plan
@@ -67,7 +69,7 @@ if [[ " $flavours " == *" ops "* ]]; then
 	# The walks per loop each benchmark declares, counted once per run by
 	# bpftrace (rseq_ops_rate.bt) at N=64; the report sets them side by side.
 	for b in switch preempt signal; do
-		[[ " $(load_plan "$plan" && echo "$BENCHES") " == *" $b "* ]] || continue
+		[[ " $benches " == *" $b "* ]] || continue
 		if ! env -u LOOPS -u SAMPLES RESULTS_ROOT="$out/tracing" "$TOPDIR/tracing/trace.sh" bpf ops rseq_ops_rate.bt "$b" 64 >/dev/null; then
 			log "counting the walks of $b failed (see $out/tracing/); the report says it is missing"
 			rc=1
