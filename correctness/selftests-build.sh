@@ -7,7 +7,9 @@
 # Builds tools/testing/selftests/rseq from FLAVOUR's worktree against
 # FLAVOUR's exported headers into DEST/, plus rseq_op_test from our series
 # (built standalone, so that it also runs against any flavour with the same
-# ABI, e.g. the RFC as posted), plus correctness/guest/rseq_op_preload.so.
+# ABI, e.g. the RFC as posted), plus correctness/guest/rseq_op_preload.so
+# and correctness/guest/rfc_client (the RFC's uapi names, built against
+# FLAVOUR's headers).
 set -euo pipefail
 . "$(dirname "$0")/../scripts/common.sh"
 export BUILDROOT_MAKE=no	# after the build: use the build root, never make it
@@ -50,4 +52,11 @@ cp "$opswt/tools/testing/selftests/rseq/run_rseq_op_test.sh" "$dest/"
 in_buildroot --bind "$dest" gcc -O2 -Wall -Wextra -shared -fPIC -isystem "$kdir/headers" \
 	-o "$dest/rseq_op_preload.so" "$TOPDIR/correctness/guest/rseq_op_preload.c" -ldl \
 	2>>"$dest/build.log" || die "rseq_op_preload.so failed to build; log: $dest/build.log"
+# A client written against the RFC's uapi names: a name the flavour's
+# header lacks fails here, by name.
+in_buildroot --bind "$dest" gcc -O2 -Wall -Wextra -isystem "$kdir/headers" \
+	-o "$dest/rfc_client" "$TOPDIR/correctness/guest/rfc_client.c" 2>>"$dest/build.log" || {
+	tail -20 "$dest/build.log" >&2
+	die "rfc_client (the RFC's uapi names) failed to build against $flavour's headers; log: $dest/build.log"
+}
 cp "$TOPDIR/correctness/guest/selftests.sh" "$dest/"

@@ -42,8 +42,8 @@ def test_boot_release_and_feature_size(flavours, image, tmp_path):
 
 @pytest.mark.rig
 def test_ops_selftests_quick(flavours, tmp_path):
-    """rseq_op_test, the quick upstream rseq selftests and a short
-    param_test with an RSEQ operation in every thread, on ops; the launcher
+    """rseq_op_test, rfc_client, the quick upstream rseq selftests and a
+    short param_test with an RSEQ operation in every thread, on ops; the launcher
     fails the run on any WARNING, BUG or Oops in the guest's log."""
     r = subprocess.run([os.path.join(TOP, "correctness/guest-selftests.sh"),
                         "ops", "quick"], capture_output=True, text=True,
@@ -52,4 +52,7 @@ def test_ops_selftests_quick(flavours, tmp_path):
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
     assert "not ok" not in r.stdout
     assert "rseq_op_test passed 1 round(s) in a row" in r.stdout
+    # A client written with the RFC's uapi names built and ran (no skip).
+    assert "rfc_client: RFC names and layout build" in r.stdout
+    assert "ok 2 rfc_client\n" in r.stdout
     assert "with_ops=0 " not in r.stdout

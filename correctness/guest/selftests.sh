@@ -3,7 +3,7 @@
 # selftests.sh - run the rseq selftests inside the guest, as TAP.
 #
 # Usage (in the guest, from the directory correctness/selftests-build.sh filled):
-#   ./selftests.sh quick [ROUNDS]   rseq_op_test ROUNDS times (default 1), the
+#   ./selftests.sh quick [ROUNDS]   rseq_op_test ROUNDS times (default 1), rfc_client, the
 #                                   quick upstream tests, a short param_test
 #                                   pass with an operation in every thread
 #   ./selftests.sh full             everything, run_param_test.sh included
@@ -77,6 +77,7 @@ op)
 	;;
 quick | full)
 	TAIL=45 run rseq_op_test_x$rounds op_rounds "$rounds"
+	run rfc_client env GLIBC_TUNABLES=glibc.pthread.rseq=0 ./rfc_client
 	run basic_test ./basic_test
 	run basic_percpu_ops_test ./basic_percpu_ops_test
 	run syscall_errors_test ./run_syscall_errors_test.sh
