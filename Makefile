@@ -68,7 +68,7 @@ TRACED = $(or $(FLAVOUR),$(TRACE_FLAVOUR))
 .PHONY: help deps buildroot source config kernels kernel test-kernels image \
 	vm-check boot-time test test-host selftests selftests-op differential \
 	check-series plan-check bench bench-kernels bench-walker report flamegraph trace \
-	trace-validate trace-overhead stress clean-cache
+	trace-validate trace-overhead stress clean-cache cover-perf
 
 help:
 	@echo 'rseq-opbench targets:'
@@ -78,6 +78,7 @@ help:
 	@echo '  bench-kernels  the kernels of PLAN (or FLAVOURS), as make bench builds them'
 	@echo '  plan-check     refuse an unknown PLAN before anything is built'
 	@echo '  report         analyse a run again: RESULTS=results/<run> [FORCE=1]'
+	@echo '  cover-perf     the cover letter'"'"'s Performance section from RESULTS'
 	@echo '  test           all tests: host unit tests, kernels, image, guest boots'
 	@echo '  test-kernels   what make test boots: baseline and ops, and on the debug'
 	@echo '                 configuration ops and the negative control'
@@ -129,7 +130,8 @@ help:
 	@echo '  VS="$(VS)"  flavour and N of the flame graph'"'"'s reference'
 	@echo '  SCRIPT=$(SCRIPT)  bpftrace script of trace and trace-overhead'
 	@echo '  FREQ SECONDS_TRACED  perf'"'"'s sampling rate and window (flamegraph)'
-	@echo '  STRESS_KCONFIG=$(STRESS_KCONFIG) DURATION=$(DURATION) PARALLEL SEED  make stress'
+	@echo '  STRESS_KCONFIG=$(STRESS_KCONFIG) DURATION=$(DURATION) PARALLEL SEED SCENARIO  make stress'
+	@echo '        (SCENARIO: only that one, as rseq_op_stress --list names it)'
 	@echo '  ROUNDS=$(ROUNDS)  make selftests-op;  RUNS=$(RUNS)  make boot-time'
 	@echo '  RESULTS=$(RESULTS) FORCE=$(FORCE)  make report'
 	@echo '  RESULTS_ROOT  where runs land (default results/)'
@@ -217,6 +219,10 @@ bench-walker:
 report:
 	$(Q)test -n "$(RESULTS)" || { echo 'report: name a run: make report RESULTS=results/<run>' >&2; exit 2; }
 	$(Q)$(PYTHON) analysis/analyze.py $(RESULTS) $(if $(FORCE),--force)
+
+cover-perf:
+	$(Q)test -n "$(RESULTS)" || { echo 'cover-perf: name a run of make bench: make cover-perf RESULTS=results/<run>' >&2; exit 2; }
+	$(Q)$(PYTHON) analysis/cover_perf.py $(RESULTS)
 
 flamegraph: source image
 	$(Q)kernel-patch/scripts/kernels.sh $(TRACED) $(firstword $(VS))

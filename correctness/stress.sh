@@ -5,7 +5,8 @@
 # Usage: correctness/stress.sh [DURATION_SECONDS]     (make stress DURATION=...)
 # Env:   STRESS_KCONFIG (kernel configuration, default debug: KASAN, lockdep,
 #        lockup detectors), FLAVOUR (default ops), PARALLEL (victims at a
-#        time, default 4), SEED, RESULTS_ROOT (default results/)
+#        time, default 4), SEED, SCENARIO (only that scenario; default
+#        all, drawn at random), RESULTS_ROOT (default results/)
 #
 # Boots FLAVOUR of STRESS_KCONFIG and runs correctness/stress/rseq_op_stress
 # for DURATION seconds (default 600). Passes only if every victim process
@@ -26,6 +27,9 @@ secs=${1:-${DURATION:-600}}
 export KCONFIG=${STRESS_KCONFIG:-debug}
 flavour=${FLAVOUR:-ops}
 par=${PARALLEL:-4}
+if [ -n "${SCENARIO:-}" ]; then
+	[[ "$SCENARIO" =~ ^[a-z-]+$ ]] || die "SCENARIO='$SCENARIO' is not a scenario name (correctness/stress/rseq_op_stress.c --list)"
+fi
 
 kernel_dir "$flavour" >/dev/null
 out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "stress-$KCONFIG-${secs}s")
@@ -38,7 +42,7 @@ cat > "$out/guest-stress.sh" <<EOF
 # Hung tasks reported after 30 s instead of 120 s; lockups at 10 s.
 echo 30 > /proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
 echo 10 > /proc/sys/kernel/watchdog_thresh 2>/dev/null
-exec ./rseq_op_stress -d $secs -j $par ${SEED:+-s $SEED}
+exec ./rseq_op_stress -d $secs -j $par ${SEED:+-s $SEED} ${SCENARIO:+-S $SCENARIO}
 EOF
 chmod +x "$out/guest-stress.sh"
 log "[$flavour/$KCONFIG] $secs s of stress, $par victims at a time (console: $out/console.log)"
@@ -50,7 +54,7 @@ st=0
 # and turns lockdep off for the whole run.
 "$TOPDIR/vm-images/guest-run" --flavour "$flavour" --out "$out" --accel "${ACCEL:-auto}" \
 	--timeout $((secs + 600)) --append no5lvl -- ./guest-stress.sh > "$out/guest-stdout.txt" || st=$?
-echo "# STRESS_KCONFIG=$KCONFIG FLAVOUR=$flavour PARALLEL=$par SEED=${SEED:-}" >> "$out/commands.txt"
+echo "# STRESS_KCONFIG=$KCONFIG FLAVOUR=$flavour PARALLEL=$par SEED=${SEED:-} SCENARIO=${SCENARIO:-}" >> "$out/commands.txt"
 grep '^{' "$out/guest-stdout.txt" | tail -1 > "$out/summary.json" || true
 [ -f "$out/kernel-problems.txt" ] || die "no kernel-problems.txt from guest-run (status $st); see the messages above"
 problems=$(wc -l < "$out/kernel-problems.txt")

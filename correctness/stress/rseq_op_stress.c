@@ -10,7 +10,7 @@
  * before the write that breaks the contract, so a SIGSEGV before it, a
  * survival after it, a wrong exit status or a hang is a wrong outcome.
  *
- * Usage: rseq_op_stress [-d SECONDS] [-j PARALLEL] [-s SEED] [-v]
+ * Usage: rseq_op_stress [-d SECONDS] [-j PARALLEL] [-s SEED] [-S SCENARIO] [-v]
  *        rseq_op_stress --list
  * Output: progress on stderr; one JSON summary line on stdout, e.g.
  *   {"seconds":60,"victims":812,"prctl_calls":91234,"walks_triggered":...,
@@ -477,6 +477,204 @@ static void sc_threads(struct world *w)
 	pthread_join(sth, NULL);
 }
 
+/*
+ * A thread moved to another CPU and signalled at once, while this thread
+ * holds the destination, so that the signal is delivered before the moved
+ * thread's IDs were updated there: its CPU-strided operation must never
+ * write the slot of the CPU it left (another thread may own that slot by
+ * then), and must have reset the slot of the new CPU before the handler ran.
+ */
+struct moved {
+	struct world *w;
+	pid_t tid;
+	volatile int ready;
+	volatile bool stop;
+	volatile int handled;
+	volatile uint64_t seen;
+};
+
+static struct moved *moving;
+
+static void on_usr2(int sig)
+{
+	(void)sig;
+	moving->seen = moving->w->slots[area->cpu_id];
+	__atomic_add_fetch(&moving->handled, 1, __ATOMIC_RELEASE);
+}
+
+static void *moved_thread(void *arg)
+{
+	struct moved *m = arg;
+	struct ob_rseq_op_reset_with_stride *n = &m->w->nodes[0].op;
+
+	m->tid = gettid();
+	memset(n, 0, sizeof(*n));
+	n->node.type = OB_RSEQ_OP_RESET_WITH_STRIDE_CPUID;
+	n->dst = (uintptr_t)m->w->slots;
+	n->dst_stride = 8;
+	n->len = 8;
+	if (rseq_on() || prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_REGISTER,
+			       (unsigned long)n, 0, 0)) {
+		m->ready = -1;
+		return NULL;
+	}
+	m->ready = 1;
+	while (!m->stop)	/* user space, no syscalls */
+		;
+	return NULL;
+}
+
+static int pin(pid_t tid, int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(tid, sizeof(set), &set);
+}
+
+/* The first two CPUs this victim may use; false with fewer. */
+static bool two_cpus(int cpus[2])
+{
+	cpu_set_t set;
+	int n = 0;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return false;
+	for (int cpu = 0; cpu < SLOTS && n < 2; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			cpus[n++] = cpu;
+	return n == 2;
+}
+
+static void sc_migrate_signal(struct world *w)
+{
+	struct sigaction sa = { .sa_handler = on_usr2 };
+	struct moved m = { .w = w };
+	int cpus[2], moves = 20 + rnd(w, 200);
+	pthread_t th;
+
+	keep(w);
+	if (!two_cpus(cpus))
+		return;		/* nothing to move between */
+	moving = &m;
+	sigaction(SIGUSR2, &sa, NULL);
+	for (int i = 0; i < SLOTS; i++)
+		w->slots[i] = MARK;
+	if (pin(0, cpus[1]))
+		wrong(w, 80, "sched_setaffinity (self): %s", strerror(errno));
+	pthread_create(&th, NULL, moved_thread, &m);
+	while (!m.ready)
+		sched_yield();
+	if (m.ready < 0)
+		wrong(w, 81, "moved thread: rseq or PR_RSEQ_OP_REGISTER failed");
+	if (pin(m.tid, cpus[0]))
+		wrong(w, 80, "sched_setaffinity: %s", strerror(errno));
+	for (int i = 0; i < moves; i++) {
+		int from = cpus[i % 2], to = cpus[(i + 1) % 2];
+		int handled = m.handled;
+
+		if (pin(0, to))
+			wrong(w, 80, "sched_setaffinity (self): %s", strerror(errno));
+		w->slots[to] = MARK;
+		if (pin(m.tid, to))
+			wrong(w, 80, "sched_setaffinity: %s", strerror(errno));
+		w->slots[from] = MARK;	/* nobody may write it from now on */
+		w->rep->walks++;
+		syscall(SYS_tgkill, getpid(), m.tid, SIGUSR2);
+		while (__atomic_load_n(&m.handled, __ATOMIC_ACQUIRE) == handled)
+			sched_yield();
+		if (w->slots[from] != MARK)
+			wrong(w, 82, "move %d: slot of CPU %d written after the thread left it",
+			      i, from);
+		if (m.seen)
+			wrong(w, 83, "move %d: slot of CPU %d not reset before the handler",
+			      i, to);
+	}
+	m.stop = true;
+	pthread_join(th, NULL);
+}
+
+/*
+ * Two threads on two CPUs register the same node at the same moment: one
+ * links it, the other is refused with -EINVAL. Both linking it would put
+ * the node on two lists.
+ */
+struct racer {
+	struct world *w;
+	struct racer *other;
+	int cpu;
+	int rounds;
+	volatile long result;
+	volatile bool failed;
+};
+
+static volatile int race_ctr[3];
+
+static void race_wait(int i, int target)
+{
+	__atomic_add_fetch(&race_ctr[i], 1, __ATOMIC_ACQ_REL);
+	while (__atomic_load_n(&race_ctr[i], __ATOMIC_ACQUIRE) < target)
+		;
+}
+
+static void *racer(void *arg)
+{
+	struct racer *r = arg;
+	void *node = &r->w->nodes[0];
+
+	if (pin(0, r->cpu) || rseq_on())
+		r->failed = true;
+	race_wait(2, 2);
+	if (r->failed || r->other->failed)
+		return NULL;
+	for (int i = 0; i < r->rounds; i++) {
+		race_wait(0, 2 * (i + 1));
+		r->result = prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_REGISTER,
+				  (unsigned long)node, 0, 0) ? -errno : 0;
+		r->w->rep->prctl_calls++;
+		race_wait(1, 2 * (i + 1));
+		if (!r->result && !r->other->result)
+			return NULL;	/* linked twice: stop before a walk */
+		if (!r->result && prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_UNREGISTER,
+					(unsigned long)node, 0, 0))
+			r->result = -1000;
+		race_wait(2, 2 * (i + 2));
+		/* Both read both results: they stop together, or go on. */
+		if (!((!r->result && r->other->result == -EINVAL) ||
+		      (r->result == -EINVAL && !r->other->result)))
+			return NULL;
+	}
+	return NULL;
+}
+
+static void sc_race_register(struct world *w)
+{
+	struct racer r[2];
+	int cpus[2], rounds = 50 + rnd(w, 500);
+	pthread_t th[2];
+
+	keep(w);
+	if (!two_cpus(cpus))
+		return;
+	fill(w, 0, OB_RSEQ_OP_RESET);
+	for (int i = 0; i < 2; i++)
+		r[i] = (struct racer){ .w = w, .other = &r[!i], .cpu = cpus[i],
+				       .rounds = rounds, .result = 1 };
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, racer, &r[i]);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	if (r[0].failed || r[1].failed)
+		wrong(w, 84, "racing thread: sched_setaffinity or rseq failed");
+	if (!r[0].result && !r[1].result)
+		wrong(w, 85, "one node linked by two threads at once");
+	if ((r[0].result ? r[0].result : r[1].result) != -EINVAL ||
+	    (r[0].result && r[1].result))
+		wrong(w, 86, "racing registration: results %ld and %ld, want 0 and %d",
+		      r[0].result, r[1].result, -EINVAL);
+}
+
 /* fork() keeps the operations; the child's walks use its own copy. */
 static void sc_fork(struct world *w)
 {
@@ -728,6 +926,8 @@ static const struct scenario scenarios[] = {
 	{ "mutate-valid", LIVE, sc_mutate_valid },
 	{ "ro-node", LIVE, sc_ro_node },
 	{ "threads", LIVE, sc_threads },
+	{ "migrate-signal", LIVE, sc_migrate_signal },
+	{ "race-register", LIVE, sc_race_register },
 	{ "fork", LIVE, sc_fork },
 	{ "exec", LIVE, sc_exec },
 	{ "rseq-rereg", LIVE, sc_rseq_rereg },
@@ -777,7 +977,16 @@ static void __attribute__((noreturn)) victim(const struct scenario *sc,
 
 struct tally {
 	long runs, wrong;
+	double max_s;		/* the slowest victim, against VICTIM_ALARM */
 };
+
+static double since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t->tv_sec) + (now.tv_nsec - t->tv_nsec) / 1e9;
+}
 
 int main(int argc, char **argv)
 {
@@ -792,11 +1001,22 @@ int main(int argc, char **argv)
 	unsigned int seed = time(NULL), seed0;
 	struct tally tally[NR_SCENARIOS] = { 0 };
 	struct report *reps;
-	struct { pid_t pid; int sc; } slot[16] = { 0 };
+	struct { pid_t pid; int sc; struct timespec t; } slot[16] = { 0 };
+	int only = -1;
 	struct timespec t0, now;
 
-	while ((c = getopt_long(argc, argv, "d:j:s:v", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:j:s:S:v", lopts, NULL)) != -1) {
 		switch (c) {
+		case 'S':
+			for (only = NR_SCENARIOS - 1; only >= 0; only--)
+				if (!strcmp(scenarios[only].name, optarg))
+					break;
+			if (only < 0) {
+				fprintf(stderr, "rseq_op_stress: no scenario '%s'; --list names them\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'd': secs = atol(optarg); break;
 		case 'j': par = atoi(optarg); break;
 		case 's': seed = strtoul(optarg, NULL, 0); break;
@@ -810,7 +1030,7 @@ int main(int argc, char **argv)
 		case 'X':
 			return exec_check();
 		default:
-			fprintf(stderr, "usage: rseq_op_stress [-d SECONDS] [-j 1..16] [-s SEED] [-v] | --list\n");
+			fprintf(stderr, "usage: rseq_op_stress [-d SECONDS] [-j 1..16] [-s SEED] [-S SCENARIO] [-v] | --list\n");
 			return 2;
 		}
 	}
@@ -848,7 +1068,8 @@ int main(int argc, char **argv)
 
 			if (slot[s].pid)
 				continue;
-			slot[s].sc = vseed % NR_SCENARIOS;
+			slot[s].sc = only >= 0 ? only : (int)(vseed % NR_SCENARIOS);
+			clock_gettime(CLOCK_MONOTONIC, &slot[s].t);
 			memset(&reps[s], 0, sizeof(reps[s]));
 			pid = fork();
 			if (!pid)
@@ -870,6 +1091,8 @@ int main(int argc, char **argv)
 			bool ok;
 
 			tally[slot[s].sc].runs++;
+			if (since(&slot[s].t) > tally[slot[s].sc].max_s)
+				tally[slot[s].sc].max_s = since(&slot[s].t);
 			prctls += r->prctl_calls;
 			walks += r->walks;
 			if (sc->expect == SEGV) {
@@ -902,8 +1125,8 @@ int main(int argc, char **argv)
 	       (long)(now.tv_sec - t0.tv_sec), seed0, victims, prctls, walks,
 	       violations, segv_expected, segv_seen, wrongs);
 	for (int i = 0; i < NR_SCENARIOS; i++)
-		printf("%s\"%s\":{\"runs\":%ld,\"wrong\":%ld}", i ? "," : "",
-		       scenarios[i].name, tally[i].runs, tally[i].wrong);
+		printf("%s\"%s\":{\"runs\":%ld,\"wrong\":%ld,\"max_s\":%.1f}", i ? "," : "",
+		       scenarios[i].name, tally[i].runs, tally[i].wrong, tally[i].max_s);
 	printf("}}\n");
 	return wrongs ? 1 : 0;
 }
