@@ -483,12 +483,26 @@ def _slope_per_walk(a, bench, fl="ops", per_loop=False):
             if m["b_ci"] else None, "k": m["k"], "bench": bench}
 
 
+# The series walks lists of up to this many nodes on the exit fast path,
+# with interrupts off; longer ones on the slow path with interrupts on
+# (RSEQ_OP_IRQS_OFF_MAX in include/linux/rseq_entry.h of the series).
+IRQS_OFF_MAX = 64
+
+
+def _walk_ns(ns):
+    """The N whose walk the cross-checks report: the largest N walked
+    with interrupts off, when measured, and the largest N."""
+    off = [n for n in ns if 0 < n <= IRQS_OFF_MAX]
+    return sorted(set(off[-1:] + [ns[-1]]))
+
+
 def cross_checks(a):
     """The preemption round trip against what the other benchmarks say:
     its slope per walk against switch's (they walk the same list on the
     same path), the slope doubling when the waker holds the operations too,
     the tick's cost (I-gap) not depending on N, and the walk at the
-    largest N in both node layouts (the interrupts-off stretch it adds)."""
+    largest N walked with interrupts off and at the largest N, in both node
+    layouts (the stretch the walk adds)."""
     out = []
     pre, sw = _slope_per_walk(a, "preempt"), _slope_per_walk(a, "switch")
     if pre and sw:
@@ -542,20 +556,35 @@ def cross_checks(a):
                     if c["flavour"] == "ops")
         if 0 not in ns or len(ns) < 2:
             continue
-        c = next((r for r in grp["vs_zero"].get("ops", [])
-                  if r["nr_ops"] == ns[-1]), None)
-        if c:
+        # The longest list walked with interrupts off (when measured), and
+        # the largest N, which the series walks with them on.
+        for n in _walk_ns(ns):
+            c = next((r for r in grp["vs_zero"].get("ops", [])
+                      if r["nr_ops"] == n), None)
+            if not c:
+                continue
+            off = n <= IRQS_OFF_MAX
             out.append({"check": "walk added to a preemption at N=%d, %s "
-                                 "nodes" % (ns[-1], layout),
+                                 "nodes%s" % (n, layout,
+                                              ", interrupts off" if off
+                                              else ""),
                         "value": c["diff"], "ci": c["diff_ci"],
                         "se": c.get("se"), "expect": None, "ok": None,
+                        "irqs_off": off,
                         "detail": "P-gap at N=%d minus at N=0 on ops, "
-                                  "paired by boot; after a preemption "
-                                  "the series walks on the exit fast "
-                                  "path with interrupts off (by its "
-                                  "code, not measured here), so this is "
-                                  "the interrupts-off stretch the walk "
-                                  "adds" % ns[-1]})
+                                  "paired by boot; %s" % (n, (
+                                      "the series walks up to %d nodes on "
+                                      "the exit fast path with interrupts "
+                                      "off (by its code, not measured "
+                                      "here): the interrupts-off stretch "
+                                      "the walk adds" % IRQS_OFF_MAX) if off
+                                      else ("above %d nodes the series "
+                                            "walks on the slow path with "
+                                            "interrupts on and preemption "
+                                            "off (by its code): the stretch "
+                                            "the walk adds to the return, "
+                                            "not with interrupts off"
+                                            % IRQS_OFF_MAX))})
     return out
 
 

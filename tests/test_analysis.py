@@ -313,3 +313,42 @@ def test_walker_loops_finds_the_loop(tmp_path):
     r = subprocess.run([sys.executable, tool, obj, "nosuch"],
                        capture_output=True, text=True)
     assert r.returncode != 0 and "no function 'nosuch'" in r.stderr
+
+
+def test_cover_perf_section(tmp_path):
+    """The cover letter's Performance section comes from a run: the ops
+    rows against baseline, the slopes, the unit said, 72 columns."""
+    d = synthetic(tmp_path)
+    r = subprocess.run(["/usr/bin/python3",
+                        os.path.join(TOP, "analysis", "cover_perf.py"), d],
+                       capture_output=True, text=True, check=True)
+    text = r.stdout
+    assert text.startswith("Performance\n===========\n")
+    assert "not time" in text and "unit: instructions" in text
+    assert "switch" in text and "per operation per walk" in text
+    assert all(len(line) <= 72 for line in text.splitlines())
+    bad = subprocess.run(["/usr/bin/python3",
+                          os.path.join(TOP, "analysis", "cover_perf.py"),
+                          str(tmp_path / "nothing")],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "cover_perf:" in bad.stderr
+
+
+def test_cover_letter_performance_is_generated():
+    """The cover letter's Performance section is make cover-perf's output
+    for the run it names (compared when that run is here; results/ is not
+    in git), with the unit said."""
+    with open(os.path.join(TOP, "kernel-patch", "series",
+                           "0000-cover-letter.patch")) as f:
+        cover = f.read()
+    start = cover.index("Performance\n===========\n")
+    m = re.search(r"Measured with rseq-opbench, run (\S+);", cover[start:])
+    assert m, "the Performance section does not name its run"
+    assert "not time" in cover[start:start + 2000]
+    run = os.path.join(TOP, "results", m.group(1))
+    if not os.path.isdir(run):
+        pytest.skip("run %s is not in this checkout" % m.group(1))
+    r = subprocess.run(["/usr/bin/python3",
+                        os.path.join(TOP, "analysis", "cover_perf.py"), run],
+                       capture_output=True, text=True, check=True)
+    assert r.stdout in cover, "the Performance section was edited by hand"

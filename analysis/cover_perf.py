@@ -1,0 +1,101 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""cover_perf - the Performance section of the series' cover letter.
+
+Usage: analysis/cover_perf.py RESULTS_DIR   (make cover-perf RESULTS=...)
+
+Prints, from one results directory of make bench, what the cover letter's
+Performance section gives: the cost of ops at N = 0, 1 and the largest N
+against the unpatched kernel at N = 0, the walk's slope per operation per
+walk, the stretch a preemption gains at the largest N walked with interrupts
+off and at the largest N, in both node layouts, with the unit, the compiler and the run's name, so that no
+figure in the cover letter is typed by hand. The unit is the run's: under
+icount a figure counts guest instructions, never time.
+"""
+import os
+import sys
+import textwrap
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import opbench_data  # noqa: E402
+import opbench_report as rep  # noqa: E402
+
+WIDTH = 72
+SLOPES = ("switch", "signal", "preempt")
+
+
+def wrap(text, indent=""):
+    return textwrap.wrap(text, WIDTH, initial_indent=indent,
+                         subsequent_indent=indent)
+
+
+def section(run, a):
+    unit = a["unit"]
+    k = next((b["kernel"] for b in run["boots"] if b["kernel"]), {})
+    out = ["Performance", "==========="]
+    out += wrap(
+        "Measured with rseq-opbench, run %s; unit: %s; compiler %s; %s "
+        "boots per flavour, "
+        "baseline and this series built from one source (%s %s) and one "
+        "configuration (preempt=%s), booted under QEMU." % (
+            a["run"], a["unit"], rep.compiler_line(k),
+            "/".join(str(v) for v in sorted(set(
+                a["boots_per_flavour"].values()))),
+            k.get("source_package", "?"), k.get("source_version", "?"),
+            k.get("preempt", "?")))
+    if a["accel"] == "icount":
+        out += [""] + wrap("Every figure below counts guest instructions "
+                           "(QEMU icount), not time: there is no KVM or "
+                           "PMU on the machine that measured it.")
+    out += ["", "Cost per loop against the unpatched kernel at N = 0 "
+            "(%s):" % unit, ""]
+    out.append("  %-8s %5s %11s  %-24s" % ("bench", "N", "diff", "95% CI"))
+    rows = [c for c in a["mission"] if c["flavour"] == "ops"]
+    for c in rows:
+        out.append("  %-8s %5d %11s  %-24s" % (
+            c["bench"][:8], c["nr_ops"], rep.num(c["diff"], True),
+            rep.interval(c)))
+    if not rows:
+        out.append("  (this run measured no ops flavour)")
+    out += [""] + wrap("N = 0 is the cost to a thread that registered no "
+                       "operation. \"same in all boots\": every boot gave "
+                       "that figure exactly.", "  ")
+    slopes = [(b, opbench_data._slope_per_walk(a, b)) for b in SLOPES]
+    slopes = [(b, s) for b, s in slopes if s]
+    if slopes:
+        out += ["", "The walk, %s per operation per walk (fit of a + b*N "
+                "per boot):" % unit, ""]
+        for b, s in slopes:
+            out.append("  %-8s %9.3f  %s" % (b, s["value"], rep.ci(s["ci"])))
+    walks = [c for c in a.get("cross", [])
+             if c["check"].startswith("walk added to a preemption")
+             and c.get("value") is not None]
+    if walks:
+        out += ["", "Walk added to the return from a preemption (%s):"
+                % unit, ""]
+        for c in walks:
+            what = c["check"].replace("walk added to a preemption at ", "")
+            out.append("  %-38s %10s  %s" % (
+                what, rep.num(c["value"], True), rep.ci(c["ci"], True)))
+        out += [""] + wrap(
+            "The gap from the tick to the return to user space at that N "
+            "minus at N = 0, paired by boot. Up to %d nodes the walk runs "
+            "on the exit fast path with interrupts off; longer lists on "
+            "the slow path with interrupts on and preemption off."
+            % opbench_data.IRQS_OFF_MAX, "  ")
+    return "\n".join(line.rstrip() for line in out) + "\n"
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: cover_perf.py RESULTS_DIR (a run of make bench)")
+    try:
+        run = opbench_data.load(sys.argv[1])
+        a = opbench_data.analyse(run)
+    except opbench_data.ResultsError as e:
+        sys.exit("cover_perf: %s" % e)
+    sys.stdout.write(section(run, a))
+
+
+if __name__ == "__main__":
+    main()
