@@ -371,7 +371,8 @@ int thread_setup(struct bench_ctx *ctx, struct thread_ops *to)
 			   ctx->no_ops);
 	if (!err)
 		return 0;
-	if (err == -OB_ENOTSUPP)
+	/* -EOPNOTSUPP from the series since v2, -ENOTSUPP from the RFC */
+	if (err == -EOPNOTSUPP || err == -OB_ENOTSUPP)
 		emit_unsupported(ctx, err, "legacy rseq registration: no operations");
 	else if (err == -EINVAL && !(area->flags & OB_RSEQ_OP_AVAILABLE))
 		emit_unsupported(ctx, err, "kernel without RSEQ operations");

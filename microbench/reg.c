@@ -243,7 +243,8 @@ static int nodes_alloc(struct thread_ops *to, int nr)
 /*
  * Register @nr operations of @type on this thread, laid out as @layout; 0
  * or -errno of the first refusal (-EINVAL on a kernel without RSEQ
- * operations, -ENOTSUPP on a legacy area). @pretend sets everything up but
+ * operations, -EOPNOTSUPP on a legacy area, -ENOTSUPP there from the RFC
+ * as posted). @pretend sets everything up but
  * registers nothing: the benchmarks' gate must then fail, which is how its
  * failing is tested.
  */

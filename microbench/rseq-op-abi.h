@@ -22,7 +22,7 @@
 #define OB_RSEQ_OP_ENABLED		(1U << 7)
 #define OB_AT_RSEQ_FEATURE_SIZE		27
 #define OB_AT_RSEQ_ALIGN		28
-#define OB_ENOTSUPP			524	/* kernel-internal errno */
+#define OB_ENOTSUPP			524	/* kernel-internal; the RFC returns it */
 
 enum ob_rseq_op_type {
 	OB_RSEQ_OP_RESET,
