@@ -5,6 +5,8 @@
     check-trace.py validate DIR...   one DIR per script: SCRIPT.out and
                                      prime-signals.json; the walks counted
                                      must be signals + context switches
+                                     (at least signals: a switch inside
+                                     a raise() shares its walk)
     check-trace.py overhead DIR      plain-*.json against traced-*.json:
                                      the tracer's cost, with its 95% CI
     check-trace.py hist FILE         the histograms in a bpftrace output
@@ -67,21 +69,26 @@ def validate(dirs):
         scalars, hists = parse(outs[0])
         walks = scalars.get(("walks", "primesig"))
         expect = w["signals"] + w["switches"]
-        good = walks == expect and w["resets_checked"] == 1
+        # A switch inside the raise() that delivers a signal shares that
+        # signal's walk: with switches, the count may fall short of the
+        # sum by at most their number, never below one walk per signal.
+        good = walks is not None and w["resets_checked"] == 1 and (
+            walks == expect or w["signals"] <= walks <= expect)
         line = ("validate: %s counted %s walks of primesig; expected %d "
-                "signals + %d context switches = %d: %s" % (
+                "signals + %d context switches = %d%s: %s" % (
                     script, walks, w["signals"], w["switches"], expect,
+                    " (at least %d)" % w["signals"] if w["switches"] else "",
                     "OK" if good else "MISMATCH"))
         if ("nodes", "primesig") in scalars:
             nodes = scalars[("nodes", "primesig")]
-            good_n = nodes == expect * w["nr_ops"]
-            line += "; nodes %d, expected %d x %d: %s" % (
-                nodes, expect, w["nr_ops"], "OK" if good_n else "MISMATCH")
+            good_n = walks is not None and nodes == walks * w["nr_ops"]
+            line += "; nodes %d, expected %s x %d: %s" % (
+                nodes, walks, w["nr_ops"], "OK" if good_n else "MISMATCH")
             good = good and good_n
         for (name, key), buckets in hists.items():
             total = sum(b[2] for b in buckets)
             line += "; @%s[%s] histogram holds %d" % (name, key, total)
-            good = good and total == expect
+            good = good and total == walks
         print(line)
         ok = ok and good
     return ok

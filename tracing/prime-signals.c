@@ -4,10 +4,12 @@
  *
  * Registers N RESET operations (default 7) on glibc's own rseq area, then
  * raises COUNT signals (default 1009, a prime) with an empty handler. The
- * ops kernel walks the list once per delivery, before the handler runs.
- * Context switches of the thread walk the list too: they are counted and
- * printed, so that a tracer's count can be checked exactly:
+ * ops kernel walks the list once per delivery, on the way out to the
+ * handler. Context switches of the thread walk the list too: they are
+ * counted and printed, so that a tracer's count can be checked:
  *     walks = signals + switches
+ * exactly when no switch fell inside a raise() (it then shares the
+ * signal's walk), and signals <= walks <= signals + switches always.
  * The process names itself "primesig", for tracers to filter on.
  *
  * Usage: prime-signals [COUNT [N]]
