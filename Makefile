@@ -68,7 +68,7 @@ TRACED = $(or $(FLAVOUR),$(TRACE_FLAVOUR))
 .PHONY: help deps buildroot source config kernels kernel test-kernels image \
 	vm-check boot-time test test-host selftests selftests-op differential \
 	check-series plan-check bench bench-kernels bench-walker report flamegraph trace \
-	trace-validate trace-overhead stress clean-cache cover-perf
+	trace-validate trace-overhead stress clean-cache cover-perf cover-letter
 
 help:
 	@echo 'rseq-opbench targets:'
@@ -79,6 +79,8 @@ help:
 	@echo '  plan-check     refuse an unknown PLAN before anything is built'
 	@echo '  report         analyse a run again: RESULTS=results/<run> [FORCE=1]'
 	@echo '  cover-perf     the cover letter'"'"'s Performance section from RESULTS'
+	@echo '  cover-letter   kernel-patch/series/0000-cover-letter.patch from'
+	@echo '                 kernel-patch/cover-letter.txt and RESULTS'
 	@echo '  test           all tests: host unit tests, kernels, image, guest boots'
 	@echo '  test-kernels   what make test boots: baseline and ops, and on the debug'
 	@echo '                 configuration ops and the negative control'
@@ -223,6 +225,10 @@ report:
 cover-perf:
 	$(Q)test -n "$(RESULTS)" || { echo 'cover-perf: name a run of make bench: make cover-perf RESULTS=results/<run>' >&2; exit 2; }
 	$(Q)$(PYTHON) analysis/cover_perf.py $(RESULTS)
+
+cover-letter: source
+	$(Q)test -n "$(RESULTS)" || { echo 'cover-letter: name a run of make bench: make cover-letter RESULTS=results/<run>' >&2; exit 2; }
+	$(Q)kernel-patch/scripts/cover-letter.sh $(RESULTS)
 
 flamegraph: source image
 	$(Q)kernel-patch/scripts/kernels.sh $(TRACED) $(firstword $(VS))

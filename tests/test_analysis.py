@@ -352,3 +352,27 @@ def test_cover_letter_performance_is_generated():
                         os.path.join(TOP, "analysis", "cover_perf.py"), run],
                        capture_output=True, text=True, check=True)
     assert r.stdout in cover, "the Performance section was edited by hand"
+
+
+def test_cover_letter_text_is_complete():
+    """kernel-patch/cover-letter.txt, which make cover-letter turns into
+    0000: a subject line, each generated part named once, no left-over
+    placeholder, 72 columns; and the cover letter in the series is made
+    from it (its prose is there word for word)."""
+    with open(os.path.join(TOP, "kernel-patch", "cover-letter.txt")) as f:
+        text = f.read()
+    lines = text.split("\n")
+    assert lines[0] and not lines[0].startswith("[") and lines[1] == ""
+    for key in ("@PERF@", "@WALKLOOP@"):
+        assert text.count(key) == 1, key
+    assert not re.search(r"@[A-Z]+@", text.replace("@PERF@", "").replace(
+        "@WALKLOOP@", "")), "a placeholder nothing fills"
+    assert all(len(line) <= 72 for line in lines)
+    with open(os.path.join(TOP, "kernel-patch", "series",
+                           "0000-cover-letter.patch")) as f:
+        cover = f.read()
+    assert "] " + lines[0] + "\n" in cover
+    paragraphs = "\n".join(lines[2:]).split("\n\n")
+    for para in paragraphs:
+        if "@" not in para:
+            assert para in cover, "0000 was not made from cover-letter.txt"
