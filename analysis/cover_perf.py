@@ -73,10 +73,16 @@ def section(run, a):
     if walks:
         out += ["", "Walk added to the return from a preemption (%s):"
                 % unit, ""]
-        for c in walks:
-            what = c["check"].replace("walk added to a preemption at ", "")
-            out.append("  %-38s %10s  %s" % (
-                what, rep.num(c["value"], True), rep.ci(c["ci"], True)))
+        rows = [(c["check"].replace("walk added to a preemption at ", ""),
+                 rep.num(c["value"], True), rep.ci(c["ci"], True))
+                for c in walks]
+        w = max(len(r[0]) for r in rows)
+        for what, value, ci in rows:
+            line = "  %-*s %10s  %s" % (w, what, value, ci)
+            if len(line) > WIDTH:
+                # The interval on a line of its own, under the value.
+                line = "  %-*s %10s\n  %*s%s" % (w, what, value, w + 13, "", ci)
+            out.append(line)
         out += [""] + wrap(
             "The gap from the tick to the return to user space at that N "
             "minus at N = 0, paired by boot. Up to %d nodes the walk runs "
