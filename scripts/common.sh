@@ -98,6 +98,22 @@ patch_list() {
 	fi
 }
 
+# am_series SRC SRCVER WORKTREE PATCH...: the patches applied with git am
+# to debian-SRCVER of the cached source SRC, in WORKTREE (made once, then
+# reset to the base each time). Dies, naming git am, if they do not apply.
+am_series() {
+	local src=$1 srcver=$2 wt=$3
+	shift 3
+	if [ ! -e "$wt/.git" ]; then
+		git -C "$src" worktree prune
+		git -C "$src" worktree add -q --detach "$wt" "debian-$srcver"
+	fi
+	git -C "$wt" am --abort >/dev/null 2>&1 || true
+	git -C "$wt" checkout -q --detach -f "debian-$srcver"
+	git -C "$wt" -c user.name=rseq-opbench -c user.email=rseq-opbench@localhost \
+		am -q "$@" || die "series does not apply with git am to linux-source $srcver"
+}
+
 # manifest_set KEY VALUE [KEY VALUE]...: record what a build step made, in
 # one rewrite under a lock, so that two makes sharing the cache do not lose
 # each other's lines.

@@ -22,14 +22,7 @@ objs="kernel/rseq.o kernel/sys.o kernel/entry/common.o kernel/sched/core.o
 	kernel/fork.o kernel/signal.o fs/exec.o arch/x86/kernel/signal.o"
 ccache_env
 
-if [ ! -e "$wt/.git" ]; then
-	git -C "$src" worktree prune
-	git -C "$src" worktree add -q --detach "$wt" "debian-$srcver"
-fi
-git -C "$wt" am --abort >/dev/null 2>&1 || true
-git -C "$wt" checkout -q --detach -f "debian-$srcver"
-git -C "$wt" -c user.name=rseq-opbench -c user.email=rseq-opbench@localhost \
-	am -q "${patches[@]}" || die "series does not apply with git am"
+am_series "$src" "$srcver" "$wt" "${patches[@]}"
 
 # The merged config the kernels of this source and toolchain were built with.
 merged=$(manifest_get "config/$srcver/$TOOLCHAIN/default") && [ -f "$merged" ] ||

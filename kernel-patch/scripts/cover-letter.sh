@@ -51,15 +51,11 @@ cc=$(sed -n 's/^compiler=//p' "$kdir/provenance" 2>/dev/null | head -1)
 src=$("$TOPDIR/kernel-patch/scripts/kernel-source.sh")
 srcver=$(cat "$src/.git/rseq-opbench-version")
 wt=$CACHE_DIR/build/$srcver/cover-letter
-if [ ! -e "$wt/.git" ]; then
-	git -C "$src" worktree prune
-	git -C "$src" worktree add -q --detach "$wt" "debian-$srcver"
-fi
-git -C "$wt" am --abort >/dev/null 2>&1 || true
-git -C "$wt" checkout -q --detach -f "debian-$srcver"
-git -C "$wt" -c user.name=rseq-opbench -c user.email=rseq-opbench@localhost \
-	am -q "${patches[@]}" || die "series does not apply with git am"
-git -C "$wt" format-patch -q --cover-letter --subject-prefix="$prefix" \
+am_series "$src" "$srcver" "$wt" "${patches[@]}"
+# The cover letter's From: is the series' author, not whoever runs this.
+author=$(sed -n 's/^From: //p;T;q' "${patches[0]}")
+git -C "$wt" -c user.name="${author% <*}" -c user.email="$(echo "$author" | sed 's/.*<\(.*\)>.*/\1/')" \
+	format-patch -q --cover-letter --subject-prefix="$prefix" \
 	-o "$tmp/fp" "debian-$srcver..HEAD"
 
 /usr/bin/python3 - "$tmp/fp/0000-cover-letter.patch" "$text" "$tmp/perf" \
