@@ -34,6 +34,16 @@ trap 'rm -rf "$tmp"' EXIT
 kdir=$(KCONFIG=default "$TOPDIR/kernel-patch/scripts/kernel-path.sh" ops) ||
 	die "no ops kernel of the default configuration: run make kernels"
 [ -f "$kdir/vmlinux" ] || die "no vmlinux in $kdir: rebuild with make kernel FLAVOUR=ops"
+# The run, the vmlinux and the letter must all be of the series as it is.
+want=$(hash_files "${patches[@]}")
+have=$(sed -n 's/^series_hash=//p' "$kdir/provenance")
+[ "$have" = "$want" ] ||
+	die "the ops kernel in $kdir was built from another series ($have, the series is $want): run make kernels"
+runprov=$(ls "$run"/boot-*-ops/kernel-provenance 2>/dev/null | head -1)
+[ -n "$runprov" ] || die "'$run' has no ops boot: the cover letter needs a run of make bench with ops"
+have=$(sed -n 's/^series_hash=//p' "$runprov")
+[ "$have" = "$want" ] ||
+	die "'$run' measured another series ($have, the series is $want): run make bench again"
 /usr/bin/python3 "$TOPDIR/analysis/walker_loops.py" "$kdir/vmlinux" rseq_ops_apply > "$tmp/loops" ||
 	die "analysis/walker_loops.py found no loop in rseq_ops_apply"
 cc=$(sed -n 's/^compiler=//p' "$kdir/provenance" 2>/dev/null | head -1)
