@@ -7,10 +7,11 @@ Usage: analysis/cover_perf.py RESULTS_DIR   (make cover-perf RESULTS=...)
 Prints, from one results directory of make bench, what the cover letter's
 Performance section gives: the cost of ops at N = 0, 1 and the largest N
 against the unpatched kernel at N = 0, the walk's slope per operation per
-walk, the stretch a preemption gains at the largest N walked with interrupts
-off and at the largest N, in both node layouts, with the unit, the compiler and the run's name, so that no
-figure in the cover letter is typed by hand. The unit is the run's: under
-icount a figure counts guest instructions, never time.
+walk, what the walk adds to a preemption at the largest N walked with
+interrupts off and at the largest N, in both node layouts, with the unit,
+the compiler and the run's name, so that no figure in the cover letter is
+typed by hand. The unit is the run's: under icount a figure counts guest
+instructions, never time.
 """
 import os
 import sys
@@ -73,11 +74,12 @@ def section(run, a):
     if walks:
         out += ["", "Walk added to the return from a preemption (%s):"
                 % unit, ""]
-        rows = [(c["check"].replace("walk added to a preemption at ", ""),
-                 rep.num(c["value"], True), rep.ci(c["ci"], True))
-                for c in walks]
-        w = max(len(r[0]) for r in rows)
-        for what, value, ci in rows:
+        walk_rows = [(c["check"].replace("walk added to a preemption at ",
+                                         ""),
+                      rep.num(c["value"], True), rep.ci(c["ci"], True))
+                     for c in walks]
+        w = max(len(r[0]) for r in walk_rows)
+        for what, value, ci in walk_rows:
             line = "  %-*s %10s  %s" % (w, what, value, ci)
             if len(line) > WIDTH:
                 # The interval on a line of its own, under the value.

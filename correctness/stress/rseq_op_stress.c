@@ -1088,11 +1088,12 @@ int main(int argc, char **argv)
 			const struct scenario *sc = &scenarios[slot[s].sc];
 			struct report *r = &reps[s];
 			bool segv = WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV;
+			double took = since(&slot[s].t);
 			bool ok;
 
 			tally[slot[s].sc].runs++;
-			if (since(&slot[s].t) > tally[slot[s].sc].max_s)
-				tally[slot[s].sc].max_s = since(&slot[s].t);
+			if (took > tally[slot[s].sc].max_s)
+				tally[slot[s].sc].max_s = took;
 			prctls += r->prctl_calls;
 			walks += r->walks;
 			if (sc->expect == SEGV) {
