@@ -23,6 +23,7 @@ import numpy as np
 
 import opbench_stats as st
 import preempt_gaps
+import tcmalloc_model
 
 REFERENCE = "baseline"
 # The metric, declared once: the median of a sample's iterations, in TSC
@@ -253,8 +254,11 @@ def clocks(run, accel):
 
 def bench_name(r):
     """The benchmark a record belongs to, with its variant: the node
-    layout when not packed, and a waker that holds operations too."""
+    layout when not packed, a waker that holds operations too, and the
+    rseq area when it is not the benchmark's own (legacy, glibc)."""
     name = r["bench"]
+    if r.get("reg", "own") != "own":
+        name += "+" + r["reg"]
     if r.get("layout", "packed") != "packed":
         name += "+" + r["layout"]
     if r.get("waker_ops"):
@@ -734,4 +738,8 @@ def analyse(run):
                                if mine and e["value"] else None)
             row[fl] = e
         out["perf_bench"][name] = row
+    try:
+        out["tcmalloc"] = tcmalloc_model.analyse(run, out)
+    except ValueError as e:
+        raise ResultsError("the TCMalloc model's records: %s" % e)
     return out

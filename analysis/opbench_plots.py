@@ -10,6 +10,8 @@ at 800 pixels wide, and titled with kernel, flavours and accelerator:
                             report prints it
     residuals.{png,svg}     what the straight line a + b x N leaves, per N
     sweep-<bench>.{png,svg} figure against N, one line per flavour
+    tcmalloc-events.{png,svg}  the TCMalloc model: cost per event, legacy
+                            against operations (analysis/tcmalloc_model.py)
 Every figure is the analysis' own (boot-level) number: the plots, the
 report and the notebook show the same values.
 """
@@ -20,6 +22,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+import tcmalloc_model  # noqa: E402
 
 DPI = 100
 SIZE = (8, 5)		# 800 x 500 pixels at DPI
@@ -248,4 +252,7 @@ def plot_all(a, run, outdir):
     for g in a["groups"]:
         if len({c["nr_ops"] for c in g["cells"]}) > 1:
             paths += sweep(a, run, outdir, g)
+    if a.get("tcmalloc"):
+        paths += tcmalloc_model.plot(a["tcmalloc"], a, run, outdir, save,
+                                     title)
     return paths

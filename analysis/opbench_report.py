@@ -10,6 +10,8 @@ the run could detect beside each.
 import math
 import textwrap
 
+import tcmalloc_model
+
 WIDTH = 72
 RULE = "-" * WIDTH
 
@@ -562,11 +564,14 @@ def render(run, a):
     if perf:
         lines.append("")
         lines += perf
+    if a.get("tcmalloc"):
+        lines.append("")
+        lines += tcmalloc_model.report_lines(a["tcmalloc"], a)
     lines.append("")
     lines += appendix_lines(a)
     lines.append("")
     lines.append(RULE)
-    if a["invalid"]:
+    if a["invalid"] or (a.get("tcmalloc") or {}).get("invalid"):
         lines.append("Invalid cells: a gate failed; the cell is dropped in "
                      "every boot")
         for x in a["invalid"]:
@@ -574,12 +579,19 @@ def render(run, a):
                 x["bench"], x["flavour"], x["nr_ops"], x["boot"],
                 x["samples"], x["why"]), WIDTH, initial_indent="  ",
                 subsequent_indent="    ")
+        for x in (a.get("tcmalloc") or {}).get("invalid", []):
+            lines += textwrap.wrap("tcmodel %s %s %s boot %d sample %d: %s"
+                                   % (x["what"], x["mode"], x["flavour"],
+                                      x["boot"], x["sample"], x["why"]),
+                                   WIDTH, initial_indent="  ",
+                                   subsequent_indent="    ")
     else:
         lines.append("Invalid cells: none (every sample passed its gate)")
     lines.append("")
-    lines += textwrap.wrap("Raw records: boot-*/opbench.json in %s; every "
-                           "number above is in analysis/analysis.json." %
-                           a["run"], WIDTH)
+    lines += textwrap.wrap("Raw records: boot-*/opbench.json%s in %s; every "
+                           "number above is in analysis/analysis.json." % (
+                               " and tcmodel.json" if a.get("tcmalloc")
+                               else "", a["run"]), WIDTH)
     out = "\n".join(lines) + "\n"
     too_wide = [ln for ln in out.splitlines() if len(ln) > WIDTH]
     assert not too_wide, "report line over %d columns: %r" % (WIDTH,

@@ -59,12 +59,13 @@ img=$(manifest_get image) || die "no guest image in the manifest ($MANIFEST): ma
 out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "${LABEL:-$plan}")
 # Against the guest's glibc (2.41: its rseq area is v2), in the build root.
 in_buildroot --bind "$out" make -s -C "$TOPDIR/microbench" O="$out" >/dev/null ||
-	die "cannot build microbench/opbench in the build root"
+	die "cannot build microbench/opbench and tcmodel in the build root"
 # The run's own manifest: what the build steps made, and the benchmark
 # binary every boot of this run ran.
 {
 	cat "$MANIFEST"
 	echo "opbench_sha256=$(sha256sum < "$out/opbench" | cut -c1-16)"
+	echo "tcmodel_sha256=$(sha256sum < "$out/tcmodel" | cut -c1-16)"
 } > "$out/manifest"
 {
 	echo "plan=$plan"
@@ -103,12 +104,13 @@ for i in "${!order[@]}"; do
 	st=0
 	"$TOPDIR/vm-images/guest-run" --flavour "$f" --out "$d" --accel "$accel" \
 		--timeout "${BOOT_TIMEOUT:-5400}" \
-		--copy "$out/opbench" --copy "$TOPDIR/microbench/guest-bench.sh" \
+		--copy "$out/opbench" --copy "$out/tcmodel" \
+		--copy "$TOPDIR/microbench/guest-bench.sh" \
 		-- env OPS="$SWEEP" LOOPS="$LOOPS" PREEMPT_LOOPS="$PREEMPT_LOOPS" \
 		SAMPLES="$SAMPLES" WARMUP="$WARMUP" \
 		BENCHES="$BENCHES" TYPES="$TYPES" SEED=$((seed + i + 1)) \
-		PERF_BENCH="${PERF_BENCH:-0}" \
-		EXTRA="-f $f ${EXTRA:-}" ./guest-bench.sh > "$d/guest-stdout.txt" || st=$?
+		PERF_BENCH="${PERF_BENCH:-0}" TCM_LOOPS="${TCM_LOOPS:-}" \
+		EXTRA="-f $f ${EXTRA:-}" TCM_EXTRA="-f $f" ./guest-bench.sh > "$d/guest-stdout.txt" || st=$?
 	case $st in
 	0) ;;
 	3) log "[boot $((i + 1))/$n] $f: correctness gates FAILED for some cells; they are recorded as invalid (see $d/opbench.log)" ;;
@@ -118,7 +120,7 @@ for i in "${!order[@]}"; do
 		;;
 	esac
 done
-rm -f "$out/opbench"
+rm -f "$out/opbench" "$out/tcmodel"
 log "done in $(fmt_secs $(( $(date +%s) - t0 ))): $(cat "$out"/boot-*/opbench.json 2>/dev/null | wc -l) records in $out/boot-*/opbench.json"
 # The one line on stdout: where the run is (microbench/bench-run.sh reads it).
 echo "$out"

@@ -6,13 +6,18 @@
 #   OPS="0,1,2048"  BENCHES="syscall switch ..."  LOOPS=..  SAMPLES=..  WARMUP=..
 #   PREEMPT_LOOPS=..  (preempt: wake-ups per sample; default LOOPS)
 #   A benchmark may be written NAME[:VARIANT][@N,N,...]: VARIANT is
-#   scattered (--layout scattered) or waker-ops (preempt --waker-ops), and
-#   @N,... replaces OPS for it (preempt:waker-ops@0,256,2048).
+#   scattered (--layout scattered), waker-ops (preempt --waker-ops), or
+#   legacy or glibc (the rseq area: --reg), and @N,... replaces OPS for it
+#   (preempt:waker-ops@0,256,2048, switch:glibc@0,1).
+#   The word tcmalloc runs tcmodel, the TCMalloc model, in both modes
+#   (legacy, ops) into tcmodel.json: TCM_LOOPS iterations per sample
+#   (default LOOPS), PREEMPT_LOOPS preemptions, SAMPLES, WARMUP.
 #   TYPES="null ..."  EXTRA="..."   (opbench options; TYPES empty: each
 #   benchmark's own default type, from opbench --list)
 #   SEED=n  the order of benchmarks and of N within each (0: as given)
 #   PERF_BENCH=1  also run perf bench syscall basic and sched pipe -T
-# Writes opbench.json (records), opbench.log (progress), guest-info.txt,
+# Writes opbench.json (records), opbench.log (progress), tcmodel.json and
+# tcmodel.log (with tcmalloc), guest-info.txt,
 # tsc.txt (the kernel's TSC and clocksource lines) and perf-bench.txt
 # into the current directory. Exit status: 0; 3 when only
 # correctness gates failed (those cells are recorded as invalid); 1 when an
@@ -52,7 +57,39 @@ order=$(for b in $BENCHES; do echo "$b"; done |
 	awk -v s="$seed" 'BEGIN { srand(s) } { printf "%.9f %s\n", (s ? rand() : NR), $0 }' |
 	sort -n | cut -d' ' -f2)
 
+# The TCMalloc model, both modes: every cell with both CPUs online but
+# preempt, which runs alone on CPU 0 as the preempt benchmark does.
+tcmalloc() {
+	local m st cells cpuopt
+	for m in legacy ops; do
+		for cells in "pair,recovery,syscall,signal,fence,migrate,getcpu,remote" preempt; do
+			cpuopt=
+			if [ "$cells" = preempt ]; then
+				cpus_online 0
+				cpuopt="-c 0"
+			fi
+			echo "guest-bench: tcmalloc $m $cells" >&2
+			# shellcheck disable=SC2086 # the options are lists
+			./tcmodel --mode $m $cpuopt -l "${TCM_LOOPS:-$LOOPS}" \
+				-p "${PREEMPT_LOOPS:-$LOOPS}" -s "$SAMPLES" -w "$WARMUP" \
+				${TCM_EXTRA:-} "$cells" >> tcmodel.json 2>> tcmodel.log
+			st=$?
+			[ "$cells" = preempt ] && cpus_online 1
+			if [ $st = 1 ] && [ $rc = 0 ]; then
+				rc=3
+			elif [ $st != 0 ] && [ $st != 1 ]; then
+				echo "guest-bench: tcmodel --mode $m $cells exited with status $st" >&2
+				rc=1
+			fi
+		done
+	done
+}
+
 for word in $order; do
+	if [ "$word" = tcmalloc ]; then
+		tcmalloc
+		continue
+	fi
 	b=${word%%[:@]*}
 	variant=
 	case $word in *:*) variant=${word#*:}; variant=${variant%%@*} ;; esac
@@ -62,8 +99,9 @@ for word in $order; do
 	"") vopt= ;;
 	scattered) vopt="--layout scattered" ;;
 	waker-ops) vopt="--waker-ops" ;;
+	legacy | glibc) vopt="--reg $variant" ;;
 	*)
-		echo "guest-bench: $word: unknown variant '$variant' (scattered, waker-ops)" >&2
+		echo "guest-bench: $word: unknown variant '$variant' (scattered, waker-ops, legacy, glibc)" >&2
 		rc=1
 		continue
 		;;

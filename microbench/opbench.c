@@ -62,14 +62,6 @@ static struct utsname uts;
 static const char *flavour = "unknown";
 static bool quiet;
 
-double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
 /*
  * Start a timed sample: note the thread's context switches. emit_sample()
  * reports the switches the sample saw beside what its iterations showed.
@@ -79,51 +71,10 @@ void sample_start(struct bench_ctx *ctx)
 	ctx->switches0 = nr_switches();
 }
 
-/* @n iterations of a two-instruction loop (dec, jnz). */
-static void known_loop(long n)
-{
-	asm volatile("1: dec %0\n\tjnz 1b" : "+r"(n) : : "cc");
-}
-
-/* The fewest TSC ticks @n known iterations took in @tries runs. */
-static uint64_t min_ticks(long n, int tries, double *ns)
-{
-	uint64_t best = UINT64_MAX;
-
-	for (int i = 0; i < tries; i++) {
-		double t0 = now_ns();
-		uint64_t a = tsc_now(), d;
-
-		known_loop(n);
-		d = tsc_now() - a;
-		if (d < best) {
-			best = d;
-			*ns = now_ns() - t0;
-		}
-	}
-	return best;
-}
-
-/*
- * What one TSC tick is here, measured, not assumed: the ticks a loop of a
- * known number of instructions takes (the difference of two lengths, so
- * the reads' own cost cancels; the fewest of several runs, so an interrupt
- * does not count), and the guest's CLOCK_MONOTONIC nanoseconds per tick.
- * Under QEMU icount ticks_per_insn is 1: a tick is an instruction.
- */
+/* What a tick is here: see clock.c. */
 void emit_clock(void)
 {
-	const long n1 = 20000, n2 = 120000;
-	double ns1, ns2;
-	uint64_t t1 = min_ticks(n1, 25, &ns1), t2 = min_ticks(n2, 25, &ns2);
-
-	printf("{\"kind\":\"clock\",\"flavour\":\"%s\",\"kernel\":\"%s\","
-	       "\"clock\":\"tsc\",\"insns\":%ld,\"ticks\":%llu,"
-	       "\"ticks_per_insn\":%.6f,\"ns_per_tick\":%.6f}\n",
-	       flavour, uts.release, 2 * (n2 - n1),
-	       (unsigned long long)(t2 - t1), (double)(t2 - t1) / (2 * (n2 - n1)),
-	       t2 > t1 ? (ns2 - ns1) / (double)(t2 - t1) : 0.0);
-	fflush(stdout);
+	emit_clock_for(flavour, uts.release);
 }
 
 int iters_alloc(struct iters *it, long n)
@@ -150,14 +101,6 @@ void iters_free(struct iters *it)
 	free(it->dt);
 	free(it->bits);
 	memset(it, 0, sizeof(*it));
-}
-
-/* qsort() order of uint64_t. */
-int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 int pin_self(int cpu)

@@ -175,6 +175,8 @@ void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 double now_ns(void);
 void sample_start(struct bench_ctx *ctx);
 void emit_clock(void);
+/* clock.c, shared with tcmodel */
+void emit_clock_for(const char *flavour, const char *release);
 int pin_self(int cpu);
 int pin_or_complain(const struct bench_ctx *ctx, int cpu);
 int thread_setup(struct bench_ctx *ctx, struct thread_ops *to);

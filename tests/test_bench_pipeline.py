@@ -121,6 +121,39 @@ def test_switch_walk_measured(quick_run):
                for c in a["clock"].values())
 
 
+def test_tcmalloc_model_in_quick_run(quick_run):
+    """The TCMalloc model ran in every boot, in both modes where the kernel
+    has them, and its gate held: no stale use anywhere, a recovery for
+    every event. The report has its section and the plot exists."""
+    import json
+    d, _ = quick_run
+    with open(os.path.join(d, "analysis", "analysis.json")) as f:
+        t = json.load(f)["tcmalloc"]
+    assert not t["invalid"], t["invalid"]
+    gates = {(g["what"], g["mode"], g["flavour"]): g for g in t["gates"]}
+    for key, g in gates.items():
+        assert g["valid"] and g["stale"] == 0, g
+        if key[0] in ("signal", "fence", "migrate", "preempt", "remote"):
+            assert g["events"] > 0 and g["recoveries"] >= g["events"], g
+    for w in ("pair", "signal", "fence", "preempt", "remote"):
+        assert (w, "legacy", "baseline") in gates
+        assert (w, "legacy", "ops") in gates and (w, "ops", "ops") in gates
+    assert {(u["mode"], u["flavour"]) for u in t["unsupported"]} == \
+        {("ops", "baseline")}
+    ev = {(e["what"], e["mode"], e["flavour"]) for e in t["events"]}
+    assert ("signal", "ops", "ops") in ev and ("signal", "legacy", "ops") in ev
+    rt = {(r["bench"], r["flavour"]): r for r in t["round_trips"]}
+    assert set(rt["switch", "ops"]["glibc"]) == {"0", "1"}
+    assert set(rt["switch", "baseline"]["glibc"]) == {"0"}
+    with open(os.path.join(d, "analysis", "report.txt")) as f:
+        text = f.read()
+    assert "Legacy against operations: a TCMalloc model" in text
+    assert "Round trips by registration" in text
+    for ext in ("png", "svg"):
+        f = os.path.join(d, "analysis", "plots", "tcmalloc-events." + ext)
+        assert os.path.getsize(f) > 1000, f
+
+
 def test_notebook_on_quick_run(quick_run, tmp_path):
     d, _ = quick_run
     text, images = run_notebook(d, str(tmp_path / "nb.ipynb"))
