@@ -285,8 +285,9 @@ def report_lines(t, a):
             g["recoveries"], g["stale"], "ok" if g["valid"] else "FAILED"))
     lines += _wrap("remote is a gate only: a drainer on the other CPU stops "
                    "the worker's CPU and fences it, TCMalloc's cross-CPU "
-                   "drain; its recoveries include those made while the CPU "
-                   "was stopped.")
+                   "drain. Only its stale count proves anything: the slow "
+                   "path uncaches the word while the CPU is stopped. "
+                   "preempt's events are the preemptions the worker saw.")
     excl = sorted({e["what"] for e in t["events"] if not e["quoted"]})
     for w in excl:
         lines += _wrap("%s is not quoted: %s." % (w, ICOUNT_NOT_QUOTED[w]))

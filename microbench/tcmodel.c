@@ -53,7 +53,8 @@
  * completed since is a stale use. Both loads are inside the critical
  * section, so an event that lands between them aborts it and cannot make a
  * false one. A cell is valid when it saw no stale use and, for the events
- * that must invalidate, at least one recovery per event. --no-ops (ops mode)
+ * that must invalidate, at least one recovery per event (a recovery that
+ * found the CPU stopped counts as a slow operation, not as a recovery). --no-ops (ops mode)
  * sets everything up but registers no operation: the gate must then fail.
  *
  * Records: one JSON object per line on stdout ("tcm" per sample,
@@ -113,7 +114,7 @@ enum mode { M_LEGACY, M_OPS };
 
 /* A 32-byte rseq area with TCMalloc's word just below it. */
 struct legacy_tls {
-	uint32_t pad[15];
+	uint32_t pad[7];
 	uint32_t slabs_lo;	/* the word's lower half */
 	struct {
 		uint32_t cpu_id_start;	/* and its upper half */
@@ -124,7 +125,8 @@ struct legacy_tls {
 	} area;
 } __attribute__((aligned(64)));
 
-_Static_assert(offsetof(struct legacy_tls, area) == 64, "legacy area offset");
+/* The word (bytes 28..35) and the area in one cache line, as in TCMalloc. */
+_Static_assert(offsetof(struct legacy_tls, area) == 32, "legacy area offset");
 
 static __thread struct legacy_tls legacy_tls;
 static __thread uint64_t ops_slabs __attribute__((aligned(64)));
@@ -309,9 +311,11 @@ static bool settle(int r)
 			return false;
 		break;
 	case CS_RECOVER:
-		m.recoveries++;
-		if (tcm_cache())
+		/* A recovery that found the CPU stopped is a slow operation. */
+		if (tcm_cache()) {
+			m.recoveries++;
 			return false;	/* retry the fast path */
+		}
 		break;
 	default:
 		break;
@@ -464,30 +468,41 @@ static void helper_register(void)
 /* The per-sample counters, and the gate over them. */
 struct counts {
 	long events, recoveries, stale, slow, aborts;
+	long unattributed;	/* preempt: preemptions during a clock read */
+	long missed;		/* preempt: preemptions no recovery followed */
 };
 
 static void counts_start(struct counts *c)
 {
-	c->events = m.gen;
+	c->events = __atomic_load_n(&m.gen, __ATOMIC_ACQUIRE);
 	c->recoveries = m.recoveries;
 	c->stale = m.stale;
 	c->slow = m.slow;
 	c->aborts = m.aborts;
+	c->unattributed = 0;
+	c->missed = 0;
 }
 
 static void counts_end(struct counts *c)
 {
-	c->events = m.gen - c->events;
+	c->events = __atomic_load_n(&m.gen, __ATOMIC_ACQUIRE) - c->events;
 	c->recoveries = m.recoveries - c->recoveries;
 	c->stale = m.stale - c->stale;
 	c->slow = m.slow - c->slow;
 	c->aborts = m.aborts - c->aborts;
 }
 
+/*
+ * The gate of one sample: no stale use, and a recovery for every event
+ * (preempt: after every preemption the worker saw, in the pair it fell
+ * into or the next).
+ */
 static const char *gate(enum what w, const struct counts *c)
 {
 	if (c->stale)
 		return "stale use: a cached slab used after an event that must invalidate it";
+	if (c->missed)
+		return "a preemption that no recovery followed: it left the word valid";
 	if (whats[w].event && c->recoveries < c->events)
 		return "fewer recoveries than events: an event left the word valid";
 	return "";
@@ -512,10 +527,12 @@ static bool emit(enum what w, int sample, uint64_t *dt, long n, long iters,
 	printf(",\"sample\":%d,\"iterations\":%ld,\"timed\":%ld,\"clock\":\"tsc\","
 	       "\"tsc_median\":%llu,\"tsc_p10\":%llu,\"tsc_p90\":%llu,"
 	       "\"events\":%ld,\"recoveries\":%ld,\"stale\":%ld,\"slow\":%ld,"
-	       "\"aborts\":%ld,\"valid\":%s,\"why\":\"%s\"}\n",
+	       "\"aborts\":%ld,\"unattributed\":%ld,\"missed\":%ld,"
+	       "\"valid\":%s,\"why\":\"%s\"}\n",
 	       sample, iters, n, (unsigned long long)med, (unsigned long long)p10,
 	       (unsigned long long)p90, c->events, c->recoveries, c->stale,
-	       c->slow, c->aborts, *why ? "false" : "true", why);
+	       c->slow, c->aborts, c->unattributed, c->missed,
+	       *why ? "false" : "true", why);
 	fflush(stdout);
 	if (*why)
 		say("%s, %s mode%s, sample %d: GATE FAILED: %s (events %ld, recoveries %ld, stale %ld)",
@@ -569,7 +586,8 @@ static bool run_loop(enum what w)
 			case W_MIGRATE:
 				event_start();
 				at ^= 1;
-				pin(cpus[at]);
+				if (pin(cpus[at]))
+					failed++;
 				event_done();
 				break;
 			case W_GETCPU:
@@ -584,8 +602,9 @@ static bool run_loop(enum what w)
 		}
 		counts_end(&c);
 		if (failed) {
-			fprintf(stderr, "tcmodel: %s: %ld of %ld fences failed\n",
-				whats[w].name, failed, loops);
+			fprintf(stderr, "tcmodel: %s: %ld of %ld events failed (%s)\n",
+				whats[w].name, failed, loops,
+				w == W_FENCE ? "membarrier" : "sched_setaffinity");
 			valid = false;
 			break;
 		}
@@ -609,11 +628,13 @@ static void *waker_fn(void *arg)
 {
 	struct waker *wk = arg;
 	struct sched_param sp = { .sched_priority = WAKER_PRIO };
-	struct timespec next;
+	struct timespec next, now;
 
 	helper_register();
-	if (pin(cpu_a) || (wk->err = pthread_setschedparam(pthread_self(),
-							   SCHED_FIFO, &sp))) {
+	wk->err = -pin(cpu_a);
+	if (!wk->err)
+		wk->err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	if (wk->err) {
 		__atomic_store_n(&wk->state, -1, __ATOMIC_RELEASE);
 		return NULL;
 	}
@@ -629,13 +650,27 @@ static void *waker_fn(void *arg)
 		/* The worker is off the CPU while this runs: one CPU. */
 		event_start();
 		event_done();
+		/*
+		 * Woken a period late or more: start the period again from
+		 * now, or the next sleep returns at once and makes a second
+		 * event while the worker is still off the CPU.
+		 */
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > next.tv_sec + 1 ||
+		    (now.tv_sec - next.tv_sec) * 1000000000L + now.tv_nsec -
+		    next.tv_nsec >= period_us * 1000L)
+			next = now;
 	}
 	return NULL;
 }
 
 /*
- * Pairs in a loop; an iteration during which the done counter moved held a
- * preemption. A sample ends after preempt_loops of them (or 20 times the
+ * Pairs in a loop, one TSC read between two of them: a timeline. The done
+ * counter is read just before and just after each TSC read; an interval
+ * between two reads in which it moved held a preemption, and its length is
+ * the figure. When it moved during a TSC read itself, the preemption may
+ * belong to either interval: neither is timed (counted as unattributed).
+ * A sample ends after preempt_loops timed preemptions (or 20 times the
  * time they should take: then the waker is not preempting, and the gate
  * says so through the missing events).
  */
@@ -671,20 +706,50 @@ static bool run_preempt(void)
 		struct counts c;
 		long n = 0, iters = 0;
 
+		uint64_t t_last, d_last, da, db, t;
+		long r_before, pend_r = 0, seen = 0;
+		bool pending = false;
+
 		counts_start(&c);
+		do {
+			d_last = __atomic_load_n(&m.done, __ATOMIC_ACQUIRE);
+			t_last = tsc_now();
+		} while (__atomic_load_n(&m.done, __ATOMIC_ACQUIRE) != d_last);
 		while (n < preempt_loops && now_ns() < limit) {
 			for (int k = 0; k < 64 && n < preempt_loops; k++) {
-				uint64_t d0 = __atomic_load_n(&m.done, __ATOMIC_ACQUIRE);
-				uint64_t t0 = tsc_now(), t1;
-
+				r_before = m.recoveries;
 				pair();
-				t1 = tsc_now();
+				if (pending && m.recoveries <= pend_r)
+					c.missed++;
+				pending = false;
+				da = __atomic_load_n(&m.done, __ATOMIC_ACQUIRE);
+				t = tsc_now();
+				db = __atomic_load_n(&m.done, __ATOMIC_ACQUIRE);
 				iters++;
-				if (__atomic_load_n(&m.done, __ATOMIC_ACQUIRE) != d0)
-					dt[n++] = t1 - t0;
+				if (da != db || da != d_last) {
+					/* recovered in this pair or the next */
+					seen++;
+					pending = true;
+					pend_r = r_before;
+				}
+				if (da != db)
+					c.unattributed++;
+				else if (da != d_last)
+					dt[n++] = t - t_last;
+				t_last = t;
+				d_last = db;
 			}
 		}
+		pair();		/* the last preemption's recovery */
+		if (pending && m.recoveries <= pend_r)
+			c.missed++;
 		counts_end(&c);
+		/*
+		 * The events of this cell are the preemptions the worker saw:
+		 * two wake-ups in one stretch off the CPU (a late timer) make
+		 * one invalidation, and one recovery.
+		 */
+		c.events = seen;
 		if (s >= 0)
 			valid &= emit(W_PREEMPT, s, dt, n, iters, &c);
 	}
@@ -709,13 +774,18 @@ static void wait_pairs(long n)
 		sched_yield();
 }
 
+/*
+ * Only the stale check proves anything here: a recovery follows each drain
+ * whatever the kernel does, since the slow path uncaches the word while
+ * the CPU is stopped.
+ */
 static void *drainer_fn(void *arg)
 {
 	struct drainer *d = arg;
 
 	helper_register();
-	if (pin(cpu_b)) {
-		d->err = errno;
+	d->err = -pin(cpu_b);
+	if (d->err) {
 		__atomic_store_n(&d->finished, 1, __ATOMIC_RELEASE);
 		return NULL;
 	}
@@ -726,6 +796,7 @@ static void *drainer_fn(void *arg)
 		if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ,
 			       MEMBARRIER_CMD_FLAG_CPU, cpu_a)) {
 			d->err = errno;
+			m.stopped[cpu_a] = 0;
 			break;
 		}
 		event_done();
@@ -807,15 +878,7 @@ static int run_what(enum what w)
 		unsupported(w, -errno, "membarrier RSEQ fences refused");
 		return 0;
 	}
-	/*
-	 * The kernel skips the fences of a process with one thread (and of a
-	 * machine with one CPU online): give it a second one that sleeps, as
-	 * any process that needs the fences has.
-	 */
-	if (w == W_FENCE && start_sleeper()) {
-		unsupported(w, -EAGAIN, "cannot start a second thread");
-		return 0;
-	}
+
 	if ((w == W_MIGRATE || w == W_REMOTE) && cpu_a == cpu_b) {
 		unsupported(w, -EINVAL, "one CPU only: needs two");
 		return 0;
@@ -1046,6 +1109,16 @@ int main(int argc, char **argv)
 			slots[i] = &items[i];
 	}
 	sigaction(SIGUSR1, &sa, NULL);
+	/*
+	 * The kernel skips the membarrier fences of a process with one thread
+	 * (and of a machine with one CPU online): every run has a second
+	 * thread that sleeps, as any process that needs the fences has, so
+	 * that every cell runs in the same process shape.
+	 */
+	if (start_sleeper()) {
+		fprintf(stderr, "tcmodel: cannot start a second thread\n");
+		return 1;
+	}
 	emit_clock_for(flavour, uts.release);
 	for (int w = 0; w < W_NR; w++) {
 		if (!want[w])
