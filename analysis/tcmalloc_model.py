@@ -258,7 +258,8 @@ def report_lines(t, a):
             for x in mods:
                 lines.append(("    %-9s %9s  %-20s %s" % (
                     x["what"], _num(x["diff"], True), _ci(x["ci"]),
-                    "*" if x["verdict"] == "difference" else "")).rstrip())
+                    ("*" if x["verdict"] == "difference" else "") if
+                    x["quoted"] else "  (not quoted)")).rstrip())
         for g in t["getcpu"]:
             if g["flavour"] == fl:
                 lines += _wrap("glibc's sched_getcpu(): %s through its rseq "
