@@ -322,7 +322,8 @@ def report_lines(t, a):
 
 def plot(t, a, run, outdir, save, title):
     """Cost per event, legacy against ops, with intervals: one panel per
-    flavour, bars per event."""
+    flavour, bars per event, and ops less legacy (paired) written over
+    each pair."""
     import matplotlib.pyplot as plt
     evs = [e for e in t["events"] if e["quoted"] and e["what"] != "syscall"]
     if not evs:
@@ -348,6 +349,17 @@ def plot(t, a, run, outdir, save, title):
                 continue
             ax.bar(x + (i - 0.5) * 0.4, vals, 0.4, yerr=[lo, hi], capsize=3,
                    label=mode, color=COLOURS[mode])
+        # The difference that matters, ops less legacy in the same boots,
+        # written over each pair of bars.
+        for j, w in enumerate(names):
+            d = next((m for m in t["modes"] if m["what"] == w
+                      and m["flavour"] == fl), None)
+            top = max((e["ci"][1] for e in evs if e["what"] == w
+                       and e["flavour"] == fl and e["ci"]), default=None)
+            if d and d["diff"] is not None and top is not None:
+                ax.annotate("ops %+.0f" % d["diff"], (x[j], top),
+                            textcoords="offset points", xytext=(0, 4),
+                            ha="center", fontsize=8)
         ax.set_xticks(x)
         ax.set_xticklabels(names, rotation=30)
         ax.set_title("%s kernel" % fl)
