@@ -60,7 +60,6 @@ order=$(for b in $BENCHES; do echo "$b"; done |
 # The TCMalloc model, both modes: every cell with both CPUs online but
 # preempt, which runs alone on CPU 0 as the preempt benchmark does.
 tcmalloc() {
-	local m st cells cpuopt
 	for m in legacy ops; do
 		for cells in "pair,recovery,syscall,signal,fence,migrate,getcpu,remote" preempt; do
 			cpuopt=
