@@ -69,6 +69,10 @@ static bool quiet;
 void sample_start(struct bench_ctx *ctx)
 {
 	ctx->switches0 = nr_switches();
+	if (ctx->mark) {
+		mark_begin();
+		ctx->mark_t0 = tsc_now();
+	}
 }
 
 /* What a tick is here: see clock.c. */
@@ -175,7 +179,12 @@ static const char *const expect_names[] = {
 bool emit_sample(struct bench_ctx *ctx, int sample, const struct iters *it,
 		 const char *unit_of_loop, long partner_violations)
 {
-	long sw = ctx->switches0 >= 0 ? nr_switches() - ctx->switches0 : -1;
+	uint64_t mark_ticks = ctx->mark ? tsc_now() - ctx->mark_t0 : 0;
+	long sw;
+
+	if (ctx->mark)
+		mark_end();
+	sw = ctx->switches0 >= 0 ? nr_switches() - ctx->switches0 : -1;
 	long counted = 0, walked = 0, no_event = 0, partial = 0, missed = 0;
 	long outliers = 0, unexpected = 0;
 	uint64_t *v = malloc(it->n * sizeof(*v)), sum = 0, med = 0, p10 = 0, p90 = 0;
@@ -260,6 +269,8 @@ bool emit_sample(struct bench_ctx *ctx, int sample, const struct iters *it,
 	       unexpected, partner_violations, ctx->walks);
 	if (sw >= 0)
 		printf("\"switches_per_loop\":%.4f,", (double)sw / ctx->loops);
+	if (ctx->mark)
+		printf("\"mark_ticks\":%llu,", (unsigned long long)mark_ticks);
 	printf("\"valid\":%s,\"why\":\"%s\"}\n", valid ? "true" : "false", why);
 	ctx->switches0 = -1;
 	fflush(stdout);
@@ -387,6 +398,8 @@ static void usage(FILE *f)
 		"      --seed N        order of the cells (default 0: as given)\n"
 		"      --layout L      packed (default): nodes in list order, or\n"
 		"                      scattered: one node per page, list shuffled\n"
+		"      --mark          the instruction profiler's markers around each\n"
+		"                      sample (tracing/insnprof; with --warmup 0)\n"
 		"  -h, --help\n");
 }
 
@@ -461,6 +474,7 @@ int main(int argc, char **argv)
 		{ "pad", required_argument, NULL, 'p' },
 		{ "seed", required_argument, NULL, 'R' },
 		{ "layout", required_argument, NULL, 'Y' },
+		{ "mark", no_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
@@ -552,6 +566,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'M':
+			base.mark = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -559,6 +576,10 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
+	}
+	if (base.mark && base.warmup) {
+		fprintf(stderr, "opbench: --mark needs --warmup 0: every marked window is a timed sample\n");
+		return 2;
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, "opbench: name one benchmark, or 'all' (see --list)\n");

@@ -133,7 +133,23 @@ struct bench_ctx {
 	enum layout layout;	/* where the nodes live */
 	int pad;		/* syscall: extra instructions per call (0..64) */
 	unsigned int seed;	/* order of the cells, recorded */
+	bool mark;		/* --mark: the profiler's markers around each sample */
+	uint64_t mark_t0;	/* TSC right after the begin marker */
 };
+
+/*
+ * The instruction profiler's window markers (tracing/insnprof): nopl
+ * "BEGN"(%rax) and nopl "END!"(%rax), seven-byte NOPs anywhere else.
+ */
+static inline void mark_begin(void)
+{
+	asm volatile(".byte 0x0f, 0x1f, 0x80\n\t.long 0x4e474542" ::: "memory");
+}
+
+static inline void mark_end(void)
+{
+	asm volatile(".byte 0x0f, 0x1f, 0x80\n\t.long 0x21444e45" ::: "memory");
+}
 
 struct bench {
 	const char *name;

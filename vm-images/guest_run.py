@@ -96,6 +96,8 @@ def launcher_args(opts, kdir, image):
         a += ["--append", opts.append]
     if opts.smp:
         a += ["--smp", str(opts.smp)]
+    if opts.plugin:
+        a += ["--plugin", opts.plugin]
     return a + ["--"] + opts.command
 
 
@@ -128,6 +130,9 @@ def parse_args(argv):
                    help="seconds before the guest is killed (default 1800)")
     p.add_argument("--append", default="", help="extra kernel arguments")
     p.add_argument("--smp", type=int, default=0, help="vCPUs (default 2)")
+    p.add_argument("--plugin", default="",
+                   help="a QEMU TCG plugin, as -plugin takes it "
+                   "(file=PATH,arg=...)")
     p.add_argument("--dry-run", action="store_true",
                    help="resolve and print; boot and write nothing")
     p.add_argument("command", nargs=argparse.REMAINDER,

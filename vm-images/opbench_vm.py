@@ -153,7 +153,9 @@ def build_command(opts, accel, logfile, script, qmp_sock=None):
     return ([opts.qemu] + machine_args(opts.smp, opts.mem) + accel_args(accel)
             + kernel_args(opts.kernel, kernel_cmdline(script, opts.append))
             + disk_args(opts.image) + share_args(opts.share)
-            + console_args(logfile) + qmp_args(qmp_sock))
+            + console_args(logfile) + qmp_args(qmp_sock)
+            + (["-plugin", opts.plugin] if getattr(opts, "plugin", "")
+               else []))
 
 
 # ---------------------------------------------------------------------------
@@ -355,6 +357,9 @@ def parse_args(argv):
                    "warnings, QEMU command, boot time, outcome)")
     p.add_argument("--append", default="", help="extra kernel arguments")
     p.add_argument("--qemu", default="qemu-system-x86_64")
+    p.add_argument("--plugin", default="",
+                   help="a TCG plugin: QEMU's -plugin argument, "
+                   "file=PATH,arg=... (tracing/insnprof)")
     p.add_argument("--kvm-probe", type=float, default=15,
                    help="seconds without console output before KVM is "
                    "declared unusable and TCG is used (default 15)")
