@@ -25,6 +25,9 @@ RUNS       ?= 5
 TRACE_FLAVOUR ?= ops
 OPS        ?= 2048
 VS         ?= baseline 0
+# flamegraph: perf's cpu-clock samples (MODE=perf) or every instruction,
+# counted by the QEMU plugin tracing/insnprof (MODE=instructions)
+MODE       ?= perf
 SCRIPT     ?= rseq_ops_lat.bt
 PYTHON     := /usr/bin/python3
 V          ?= 0
@@ -101,7 +104,8 @@ help:
 	@echo '  selftests      every rseq selftest on ops in the guest (long: run_param_test)'
 	@echo '  selftests-op   rseq_op_test ROUNDS times in a row on ops'
 	@echo '  differential   rseq_op_test on ops and on the RFC as posted (RFC_SERIES)'
-	@echo '  flamegraph     perf flame graph of BENCH at OPS on FLAVOUR, diff against VS'
+	@echo '  flamegraph     perf flame graph of BENCH at OPS on FLAVOUR, diff against VS;'
+	@echo '                 MODE=instructions: every instruction, counted by a QEMU plugin'
 	@echo '  trace          bpftrace SCRIPT (tracing/*.bt) around BENCH at OPS on FLAVOUR'
 	@echo '  trace-validate each bpftrace script against a known count of walks'
 	@echo '  trace-overhead BENCH alone and under SCRIPT: what tracing costs'
@@ -127,7 +131,9 @@ help:
 	@echo '        off), for old-against-new comparisons only'
 	@echo '  SERIES=$(SERIES)  patch directory or mbox for make kernel'
 	@echo '  RFC_SERIES=$(RFC_SERIES)  the RFC as posted'
-	@echo '  BENCH=$(BENCH)  benchmark traced (flamegraph: signal, trace: switch)'
+	@echo '  BENCH=$(BENCH)  benchmark traced (flamegraph: signal, MODE=instructions:'
+	@echo '        switch; trace: switch)'
+	@echo '  MODE=$(MODE)  flamegraph: perf (cpu-clock samples) or instructions (QEMU plugin)'
 	@echo '  OPS=$(OPS)  N, the number of operations of one traced run'
 	@echo '  VS="$(VS)"  flavour and N of the flame graph'"'"'s reference'
 	@echo '  SCRIPT=$(SCRIPT)  bpftrace script of trace and trace-overhead'
@@ -231,8 +237,10 @@ cover-letter: source
 	$(Q)kernel-patch/scripts/cover-letter.sh $(RESULTS)
 
 flamegraph: source image
+	$(Q)case "$(MODE)" in perf|instructions) ;; *) echo 'flamegraph: MODE=$(MODE): want perf or instructions' >&2; exit 2 ;; esac
 	$(Q)kernel-patch/scripts/kernels.sh $(TRACED) $(firstword $(VS))
-	$(Q)tracing/trace.sh flame $(TRACED) $(or $(BENCH),signal) $(OPS) $(VS)
+	$(Q)tracing/trace.sh $(if $(filter instructions,$(MODE)),insn,flame) $(TRACED) \
+		$(or $(BENCH),$(if $(filter instructions,$(MODE)),switch,signal)) $(OPS) $(VS)
 
 trace: source image
 	$(Q)kernel-patch/scripts/kernels.sh $(TRACED)

@@ -15,6 +15,12 @@
 #   tracing/trace.sh overhead FLAVOUR SCRIPT BENCH OPS
 #       opbench alone and under the script, alternated; the difference
 #       with its confidence interval
+#   tracing/trace.sh insn FLAVOUR BENCH OPS [VS_FLAVOUR VS_OPS]
+#       every instruction of opbench BENCH's timed samples counted to its
+#       call stack by the QEMU plugin tracing/insnprof (one vCPU, icount,
+#       nokaslr): insn.folded, flame.svg, table.txt (instructions per
+#       function per walk), check.txt (the plugin's total against the
+#       TSC's); with VS_*, diff.svg
 # Env: ACCEL (default icount), LOOPS, SAMPLES (bpf, overhead), FREQ and
 #      SECONDS_TRACED (flame: perf's rate, default 997 Hz, and window,
 #      default 1 s of guest time),
@@ -55,7 +61,12 @@ overhead)
 	script=${1:?SCRIPT}; bench=${2:?BENCH}; ops=${3:?OPS}
 	label=$mode-$flavour-${script%.bt}-$bench-$ops
 	;;
-*) die "mode '$mode' is unknown; use flame, bpf, validate or overhead" ;;
+insn)
+	bench=${1:?BENCH}; ops=${2:?OPS}; vs_fl=${3:-}; vs_ops=${4:-}
+	label=$mode-$flavour-$bench-$ops
+	[ "$accel" = icount ] || die "insn: ACCEL=$accel; the profile compares its count with icount's, use ACCEL=icount"
+	;;
+*) die "mode '$mode' is unknown; use flame, bpf, validate, overhead or insn" ;;
 esac
 for s in ${script:-} ${scripts[@]+"${scripts[@]}"}; do
 	[ -f "$tdir/$s" ] || die "no tracing script '$s' in tracing/ (have: $(cd "$tdir" && echo *.bt))"
@@ -99,7 +110,56 @@ fold() {
 	log "folded $(wc -l < "$1/perf.folded") stacks, $(awk '{ s += $NF } END { print s }' "$1/perf.folded") samples: $1/perf.folded"
 }
 
+# insnboot FLAVOUR OPS DIR: opbench under the instruction profiler.
+insnboot() {
+	local fl=$1 n=$2 d=$3 kdir rc=0 t
+	kdir=$(kernel_dir "$fl")
+	mkdir -p "$d"
+	/usr/bin/python3 "$tdir/insnprof.py" entries "$kdir/System.map" > "$d/entries.txt"
+	local vm=("$TOPDIR/vm-images/guest-run" --flavour "$fl" --out "$d"
+		--accel icount --smp 1 --append nokaslr
+		--timeout "${TRACE_TIMEOUT:-1800}"
+		--plugin "file=$out/bin/insnprof.so,out=$d/insnprof.txt,entries=$d/entries.txt"
+		--copy "$out/bin/opbench"
+		-- sh -c "./opbench -q --mark -w 0 -n $n -l $loops -s $samples $bench > opbench.json")
+	echo "${vm[*]}" >> "$out/commands.txt"
+	log "[$fl] $bench at $n operations under the instruction profiler (log $d/console.log)"
+	t=$(date +%s)
+	"${vm[@]}" > "$d/guest-stdout.txt" || rc=$?
+	echo "boot_seconds=$(( $(date +%s) - t ))" > "$d/timing.txt"
+	[ $rc = 0 ] || { log "[$fl] guest failed with status $rc: see $d/console.log"; return $rc; }
+	[ -s "$d/insnprof.txt" ] || die "[$fl] the plugin wrote no profile: see $d/console.log"
+	/usr/bin/python3 "$tdir/insnprof.py" fold "$d/insnprof.txt" --map "$kdir/System.map" \
+		--binary "$out/bin/opbench" > "$d/insn.folded"
+	/usr/bin/python3 "$tdir/insnprof.py" check "$d/insnprof.txt" "$d/opbench.json" \
+		--map "$kdir/System.map" --binary "$out/bin/opbench" > "$d/check.txt"
+	cat "$d/check.txt" >&2
+}
+
 case $mode in
+insn)
+	qh=$("$tdir/insnprof/qemu-plugin-header.sh") || die "cannot get qemu-plugin.h"
+	make -s -C "$tdir/insnprof" O="$out/bin" QEMU_PLUGIN_H="$qh" "$out/bin/insnprof.so" ||
+		die "cannot build the plugin tracing/insnprof"
+	insnboot "$flavour" "$ops" "$out/$flavour-$ops"
+	cp "$out/$flavour-$ops/check.txt" "$out/check.txt"
+	/usr/bin/python3 "$tdir/insnprof.py" table "$out/$flavour-$ops/insnprof.txt" \
+		--map "$(kernel_dir "$flavour")/System.map" --binary "$out/bin/opbench" \
+		--per "$(sed -n 's/^walks=//p' "$out/check.txt")" > "$out/table.txt"
+	"$tdir/flamegraph.py" "$out/$flavour-$ops/insn.folded" \
+		--title "$bench, $ops operations, $flavour kernel: instructions" \
+		--subtitle "every guest instruction of the timed samples, counted by the QEMU plugin tracing/insnprof (icount, one vCPU), interrupts off included" \
+		> "$out/flame.svg"
+	if [ -n "$vs_fl" ]; then
+		insnboot "$vs_fl" "$vs_ops" "$out/$vs_fl-$vs_ops"
+		"$tdir/flamegraph.py" --diff "$out/$vs_fl-$vs_ops/insn.folded" \
+			"$out/$flavour-$ops/insn.folded" \
+			--title "$bench: $flavour at $ops operations against $vs_fl at $vs_ops: instructions" \
+			--subtitle "red: larger share on $flavour/$ops, blue: smaller; QEMU plugin instruction counts" \
+			> "$out/diff.svg"
+	fi
+	log "instruction flame graph: $out/flame.svg${vs_fl:+, differential: $out/diff.svg}; per walk: $out/table.txt"
+	;;
 flame)
 	boot "$flavour" "$out/$flavour-$ops" perf "$bench" "$ops" "$secs" "$freq"
 	fold "$out/$flavour-$ops"

@@ -1,0 +1,309 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The instruction profiler (tracing/insnprof): its shadow call stack on
+synthetic instruction streams (calls, returns, an interrupt in the middle,
+an interrupt between a call and its target, a retpoline, a context switch),
+its instruction decoder, the entry points it reads from System.map, and the
+plugin built against qemu-plugin.h from Debian's qemu source package."""
+import os
+import subprocess
+
+import pytest
+
+from conftest import TOP
+
+SRC = os.path.join(TOP, "tracing", "insnprof")
+K = 0xffffffff81000000
+ENTRY_IRQ = K + 0x230		# an external-interrupt stub
+ENTRY_SYSCALL = K + 0x80	# entry_SYSCALL_64
+
+
+@pytest.fixture(scope="module")
+def shadow(tmp_path_factory):
+    out = tmp_path_factory.mktemp("insnprof")
+    r = subprocess.run(["make", "-s", "-C", SRC, "O=%s" % out,
+                        "USERCFLAGS=-Werror", "%s/shadow-test" % out],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "warning" not in r.stderr, r.stderr
+    entries = out / "entries.txt"
+    entries.write_text("# stubs, 8 bytes apart\n%x %x 8\n" % (
+        ENTRY_IRQ, ENTRY_IRQ + 8 * 4))
+    return str(out / "shadow-test"), str(entries)
+
+
+class Stream:
+    """A synthetic instruction stream for one vCPU (0 unless given)."""
+
+    def __init__(self):
+        self.lines = []
+
+    def insn(self, pc, kind="o", length=1, cpu=0):
+        self.lines.append("%d %x %s %d" % (cpu, pc, kind, length))
+        return pc + length
+
+    def run(self, shadow):
+        exe, entries = shadow
+        r = subprocess.run([exe, entries], input="\n".join(self.lines) + "\n",
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        folded, counts = {}, {}
+        self.entered = {}
+        for line in r.stdout.splitlines():
+            if line.startswith("# entered "):
+                stack, n = line[len("# entered "):].rsplit(" ", 1)
+                self.entered[stack] = int(n)
+            elif line.startswith("counts "):
+                kv = dict(x.split("=") for x in line.split()[1:])
+                counts[int(kv.pop("cpu"))] = {k: int(v) for k, v in kv.items()}
+            else:
+                stack, n = line.rsplit(" ", 1)
+                folded[stack] = int(n)
+        return folded, counts
+
+
+def h(*addrs):
+    return ";".join("%x" % a for a in addrs)
+
+
+def test_calls_and_returns(shadow):
+    s = Stream()
+    s.insn(0x900, "o")			# before the window: not counted
+    s.insn(0x1000, "b", 7)
+    s.insn(0x1007)
+    s.insn(0x1008, "c", 5)		# call f
+    s.insn(0x2000)
+    s.insn(0x2001, "c", 5)		# f calls g
+    s.insn(0x3000)
+    s.insn(0x3001, "r")			# g returns
+    s.insn(0x2006, "r")			# f returns
+    s.insn(0x100d)
+    s.insn(0x100e, "e", 7)
+    s.insn(0x1015)			# after the window: not counted
+    folded, counts = s.run(shadow)
+    assert folded == {"window": 3, h(0x2000): 3, h(0x2000, 0x3000): 2}
+    assert s.entered == {h(0x2000): 1, h(0x2000, 0x3000): 1}
+    c = counts[0]
+    assert c["insns"] == 8 and c["windows"] == 1
+    assert c["calls"] == 2 and c["rets"] == 2 and c["ret_rewrites"] == 0
+    assert c["depth"] == 0
+
+
+def test_interrupt_in_the_middle(shadow):
+    """An interrupt in user code: its instructions under its entry, and
+    after the iret the interrupted function goes on and returns normally."""
+    s = Stream()
+    s.insn(0x1000, "b", 7)
+    s.insn(0x1007, "c", 5)		# call f
+    s.insn(0x2000)
+    s.insn(ENTRY_IRQ)			# interrupt: stub
+    s.insn(ENTRY_IRQ + 2)		# its jmp: not an entry (not 8-aligned)
+    s.insn(K + 0x5000, "c", 5)		# the handler calls h
+    s.insn(K + 0x6000, "r")
+    s.insn(K + 0x5005, "i", 2)		# iretq
+    s.insn(0x2001, "r")			# f returns
+    s.insn(0x100c, "e", 7)
+    folded, counts = s.run(shadow)
+    assert folded == {"window": 1, h(0x2000): 2,
+                      h(0x2000, ENTRY_IRQ): 4,
+                      h(0x2000, ENTRY_IRQ, K + 0x6000): 1}
+    c = counts[0]
+    assert c["async_entries"] == 1 and c["irets"] == 1
+    assert c["iret_unmatched"] == 0 and c["ret_rewrites"] == 0
+
+
+def test_interrupt_between_call_and_target(shadow):
+    """The interrupt arrives after the call, before its first instruction:
+    the call is applied after the iret, at its target."""
+    s = Stream()
+    s.insn(0x1000, "b", 7)
+    s.insn(0x1007, "c", 5)		# call f ...
+    s.insn(ENTRY_IRQ + 8)		# ... interrupted first
+    s.insn(ENTRY_IRQ + 10, "i", 2)
+    s.insn(0x2000)			# f's first instruction
+    s.insn(0x2001, "r")
+    s.insn(0x100c, "e", 7)
+    folded, counts = s.run(shadow)
+    assert folded == {"window": 1, h(ENTRY_IRQ + 8): 2, h(0x2000): 2}
+    assert counts[0]["calls"] == 1 and counts[0]["ret_rewrites"] == 0
+
+
+def test_syscall_and_sysret(shadow):
+    s = Stream()
+    s.insn(0x1000, "b", 7)
+    s.insn(0x1007, "s", 2)		# syscall
+    s.insn(ENTRY_SYSCALL)
+    s.insn(ENTRY_SYSCALL + 1, "c", 5)
+    s.insn(K + 0x7000)
+    s.insn(K + 0x7001, "r")
+    s.insn(ENTRY_SYSCALL + 6, "y", 3)	# sysretq
+    s.insn(0x1009)
+    s.insn(0x100a, "e", 7)
+    folded, counts = s.run(shadow)
+    assert folded == {"window": 2, h(ENTRY_SYSCALL): 3,
+                      h(ENTRY_SYSCALL, K + 0x7000): 2}
+    assert counts[0]["syscalls"] == 1 and counts[0]["sysrets"] == 1
+    assert counts[0]["depth"] == 0
+
+
+def test_retpoline(shadow):
+    """call thunk; the thunk calls its own label and rets into the real
+    target: the target takes the thunk's place under the caller."""
+    s = Stream()
+    s.insn(0x1000, "b", 7)
+    s.insn(0x1007, "c", 5)		# call __x86_indirect_thunk_rax
+    s.insn(0x8000, "c", 5)		# call .Ldo_rop
+    s.insn(0x8010)			# mov %rax, (%rsp)
+    s.insn(0x8011, "r")			# ret -> F
+    s.insn(0x9000)			# F
+    s.insn(0x9001, "r")			# F returns to the caller
+    s.insn(0x100c, "e", 7)
+    folded, counts = s.run(shadow)
+    assert folded == {"window": 1, h(0x8000): 1, h(0x8000, 0x8010): 2,
+                      h(0x9000): 2}
+    c = counts[0]
+    assert c["ret_rewrites"] == 1 and c["depth"] == 0
+
+
+def test_context_switch(shadow):
+    """Task A switches out inside a syscall; task B's frames were never
+    seen. Its returns rewrite frames (counted), and its sysret leaves no
+    kernel frame behind."""
+    s = Stream()
+    s.insn(0x1000, "b", 7)
+    s.insn(0x1007, "s", 2)		# A: syscall
+    s.insn(ENTRY_SYSCALL, "c", 5)	# A: call schedule
+    s.insn(K + 0x9000, "c", 5)		# schedule calls __switch_to
+    s.insn(K + 0xa000, "r")		# ret into B's frames: unknown
+    s.insn(K + 0xb123)			# B somewhere in its syscall
+    s.insn(K + 0xb124, "r")		# B returns further up: unknown
+    s.insn(K + 0xc456, "y", 3)		# B: sysretq
+    s.insn(0x4000)			# B in user space
+    s.insn(0x4001, "e", 7)
+    folded, counts = s.run(shadow)
+    c = counts[0]
+    assert c["ret_rewrites"] + c["ret_underflows"] >= 2, c
+    assert c["depth"] == 0, c
+    assert sum(folded.values()) == c["insns"] == 8
+    # Every kernel instruction stays under the syscall's entry.
+    for stack, n in folded.items():
+        if stack != "window":
+            assert stack.startswith(h(ENTRY_SYSCALL)), stack
+
+
+def test_window_is_per_cpu(shadow):
+    """Only the vCPU that executed the begin marker counts, until its own
+    end marker."""
+    s = Stream()
+    s.insn(0x1000, "b", 7, cpu=0)
+    s.insn(0x5000, "o", cpu=1)		# another vCPU: not counted
+    s.insn(0x1007, "o", cpu=0)
+    s.insn(0x5001, "e", 7, cpu=1)	# not cpu 0's end
+    s.insn(0x1008, "o", cpu=0)
+    s.insn(0x1009, "e", 7, cpu=0)
+    s.insn(0x1010, "o", cpu=0)
+    folded, counts = s.run(shadow)
+    assert folded == {"window": 2}
+    assert list(counts) == [0]
+
+
+@pytest.mark.parametrize("hexbytes,kind", [
+    ("e800000000", "call"), ("41ffd3", "call"), ("ff1500000000", "call"),
+    ("ff2500000000", "other"), ("c3", "ret"), ("f3c3", "ret"),
+    ("c20800", "ret"), ("48cf", "iret"), ("0f05", "syscall"),
+    ("480f07", "sysret"), ("0f1f804245474e", "begin"),
+    ("0f1f80454e4421", "end"), ("0f1f8000000000", "other"), ("90", "other"),
+])
+def test_decode(shadow, hexbytes, kind):
+    r = subprocess.run([shadow[0], "--decode", hexbytes], capture_output=True,
+                       text=True)
+    assert r.stdout.strip() == kind
+
+
+def test_entries_from_system_map(tmp_path):
+    m = tmp_path / "System.map"
+    m.write_text("\n".join([
+        "ffffffff81000080 T entry_SYSCALL_64",
+        "ffffffff81000230 T irq_entries_start",
+        "ffffffff81000890 T spurious_entries_start",
+        "ffffffff81000b90 T asm_exc_page_fault",
+        "ffffffff81000c40 T asm_common_interrupt",
+        "ffffffff81000d00 T asm_sysvec_apic_timer_interrupt", ""]))
+    r = subprocess.run(["/usr/bin/python3", os.path.join(
+        TOP, "tracing", "insnprof.py"), "entries", str(m)],
+        capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lines = [x for x in r.stdout.splitlines() if not x.startswith("#")]
+    assert lines == ["ffffffff81000b90 ffffffff81000b91 1",
+                     "ffffffff81000d00 ffffffff81000d01 1",
+                     "ffffffff81000230 ffffffff81000990 8"]
+
+
+def test_plugin_builds_against_debians_header(tmp_path):
+    """qemu-plugin.h comes from Debian's qemu source package of the
+    installed version, cached; the plugin builds warning-free against it
+    and declares the API version it was built for."""
+    r = subprocess.run([os.path.join(SRC, "qemu-plugin-header.sh")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    hdir = r.stdout.strip()
+    assert os.path.isfile(os.path.join(hdir, "qemu-plugin.h"))
+    r = subprocess.run(["make", "-s", "-C", SRC, "O=%s" % tmp_path,
+                        "USERCFLAGS=-Werror", "QEMU_PLUGIN_H=%s" % hdir,
+                        "%s/insnprof.so" % tmp_path],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    nm = subprocess.run(["nm", "-D", "--defined-only",
+                         str(tmp_path / "insnprof.so")],
+                        capture_output=True, text=True).stdout
+    assert "qemu_plugin_install" in nm and "qemu_plugin_version" in nm
+
+
+def test_opbench_marks_its_samples(opbench):
+    """opbench --mark: the markers are NOPs on this host, every sample
+    record carries the TSC ticks of its marked window, and warm-up samples
+    (which no record would account for) are refused."""
+    r = subprocess.run([opbench, "-q", "--mark", "-w", "0", "-n", "0", "-l",
+                        "50", "-s", "2", "syscall"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    import json
+    recs = [json.loads(x) for x in r.stdout.splitlines()]
+    marks = [x["mark_ticks"] for x in recs if x["kind"] == "sample"]
+    assert len(marks) == 2 and all(m > 0 for m in marks)
+    r = subprocess.run([opbench, "--mark", "syscall"], capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and "--mark needs --warmup 0" in r.stderr
+
+
+@pytest.mark.rig
+def test_instruction_flame_graph_in_the_guest(flavours, image, tmp_path):
+    """make flamegraph MODE=instructions, small: the plugin's total over
+    the marked samples equals icount's (the TSC opbench read) within
+    0.1 %; at 64 operations the walker is in the ops profile, entered once
+    per walk at least; at N = 0 no profile has a walker frame, and the
+    differential is drawn."""
+    env = dict(os.environ, RESULTS_ROOT=str(tmp_path), LOOPS="30",
+               SAMPLES="2", ACCEL="icount")
+    r = subprocess.run([os.path.join(TOP, "tracing", "trace.sh"), "insn",
+                        "ops", "switch", "64", "baseline", "0"],
+                       capture_output=True, text=True, env=env, timeout=1200)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = r.stdout.strip().splitlines()[-1]
+
+    def check(d):
+        with open(os.path.join(out, d, "check.txt")) as f:
+            return dict(x.split("=", 1) for x in f.read().split())
+    ops, base = check("ops-64"), check("baseline-0")
+    for c in (ops, base):
+        assert int(c["windows"]) == int(c["samples"]) == 2, c
+        assert abs(float(c["ratio"]) - 1) < 1e-3, c
+    assert int(ops["walker_calls"]) >= int(ops["walks"]) == 30 * 2 * 2, ops
+    assert int(base["walker_calls"]) == 0
+    with open(os.path.join(out, "ops-64", "insn.folded")) as f:
+        assert "rseq_ops_apply_[k]" in f.read()
+    with open(os.path.join(out, "baseline-0", "insn.folded")) as f:
+        assert "rseq_ops_apply" not in f.read()
+    for svg in ("flame.svg", "diff.svg"):
+        assert os.path.getsize(os.path.join(out, svg)) > 1000, svg
+    with open(os.path.join(out, "table.txt")) as f:
+        assert "rseq_ops_apply_[k]" in f.read()

@@ -1,0 +1,259 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""insnprof.py - the host side of the instruction profiler (tracing/insnprof).
+
+    insnprof.py entries SYSTEM_MAP > entries.txt
+        the interrupt and exception entry points the plugin needs: every
+        asm_exc_* and asm_sysvec_* symbol, and the external-interrupt stubs
+        (irq_entries_start, 8 bytes apart, and the spurious ones).
+    insnprof.py fold PROFILE --map SYSTEM_MAP [--binary OPBENCH]
+        the plugin's profile, symbolised: folded stacks with names (kernel
+        frames end in _[k], for flamegraph.py), on stdout.
+    insnprof.py check PROFILE OPBENCH_JSON --map SYSTEM_MAP [--binary B]
+        the plugin's total against the TSC's (opbench --mark's mark_ticks),
+        the walks, and rseq_ops_apply's instructions per walk.
+    insnprof.py table PROFILE --map SYSTEM_MAP [--binary OPBENCH]
+        [--per N] [--top K]
+        instructions per function (self, and inclusive), divided by N (the
+        walks in the profiled windows), and the plugin's counters.
+
+Kernel addresses are named from System.map (the function containing the
+address; boot the guest with nokaslr). User addresses are named from the
+benchmark's own symbols: the plugin records where it saw the begin marker,
+and the marker's offset in the binary gives the load base.
+"""
+import argparse
+import bisect
+import collections
+import re
+import subprocess
+import sys
+
+KERNEL_BASE = 0xffff800000000000
+MARK = bytes([0x0f, 0x1f, 0x80, 0x42, 0x45, 0x47, 0x4e])
+
+
+class Symbols:
+    def __init__(self, pairs):
+        pairs = sorted(pairs)
+        self.addr = [a for a, _ in pairs]
+        self.name = [n for _, n in pairs]
+
+    def __call__(self, a):
+        i = bisect.bisect_right(self.addr, a) - 1
+        return self.name[i] if i >= 0 else None
+
+
+def system_map(path):
+    out = []
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            if len(p) >= 3 and p[1] in "TtWw":
+                out.append((int(p[0], 16), p[2]))
+    return out
+
+
+def entries(path):
+    syms = dict((n, a) for a, n in system_map(path))
+    lines = ["# interrupt and exception entries of %s" % path]
+    for n, a in sorted(syms.items(), key=lambda x: x[1]):
+        if n.startswith(("asm_exc_", "asm_sysvec_")):
+            lines.append("%x %x 1" % (a, a + 1))
+    start = syms.get("irq_entries_start")
+    spur = syms.get("spurious_entries_start")
+    if start is None or spur is None:
+        raise SystemExit("insnprof: %s has no irq_entries_start or "
+                         "spurious_entries_start: not an x86-64 System.map"
+                         % path)
+    # The stubs are 8 bytes apart (IDT_ALIGN); the spurious ones follow
+    # the external ones up to vector 255.
+    lines.append("%x %x 8" % (start, spur + 8 * 32))
+    return "\n".join(lines) + "\n"
+
+
+def binary_symbols(path, mark_pc):
+    """The binary's functions at their load address, from the marker."""
+    data = open(path, "rb").read()
+    off = data.find(MARK)
+    if off < 0 or mark_pc is None:
+        return None
+    secs = subprocess.run(["readelf", "-SW", path], capture_output=True,
+                          text=True, check=True).stdout
+    base = None
+    for m in re.finditer(r"\]\s+(\S+)\s+\S+\s+([0-9a-f]+)\s+([0-9a-f]+)\s+"
+                         r"([0-9a-f]+)", secs):
+        addr, foff, size = (int(m.group(i), 16) for i in (2, 3, 4))
+        if foff <= off < foff + size and addr:
+            base = mark_pc - (addr + off - foff)
+    if base is None:
+        return None
+    nm = subprocess.run(["nm", "--defined-only", path], capture_output=True,
+                        text=True, check=True).stdout
+    pairs = []
+    for line in nm.splitlines():
+        p = line.split()
+        if len(p) == 3 and p[1] in "TtWw":
+            pairs.append((int(p[0], 16) + base, p[2]))
+    return Symbols(pairs)
+
+
+def read_profile(path, entered=None):
+    """The profile's stacks [(frames, instructions)] and counters; with
+    entered (a list), the times each stack's last frame was entered."""
+    stacks, counts = [], []
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("# entered "):
+                if entered is not None:
+                    frames, n = line[len("# entered "):].rsplit(" ", 1)
+                    entered.append((frames.split(";"), int(n)))
+            elif line.startswith("# counts"):
+                counts.append(dict(kv.split("=", 1)
+                                   for kv in line.split()[2:]))
+            elif line and not line.startswith("#"):
+                frames, n = line.rsplit(" ", 1)
+                stacks.append((frames.split(";"), int(n)))
+    return stacks, counts
+
+
+def namer(map_path, binary, counts):
+    ksyms = Symbols(system_map(map_path))
+    mark = next((int(c["mark"], 16) for c in counts
+                 if int(c.get("windows", 0))), None)
+    usyms = binary_symbols(binary, mark) if binary else None
+
+    def name(x):
+        if x == "window":
+            return "window"
+        a = int(x, 16)
+        if a >= KERNEL_BASE:
+            return "%s_[k]" % (ksyms(a) or x)
+        return (usyms(a) if usyms else None) or "[user]"
+    return name
+
+
+def fold(path, map_path, binary, entered=None):
+    """Symbolised folded stacks; with entered (a Counter), the times each
+    symbolised stack's last frame was entered."""
+    ent = [] if entered is not None else None
+    stacks, counts = read_profile(path, ent)
+    name = namer(map_path, binary, counts)
+
+    def named(frames):
+        return ";".join(name(f) for f in (["window"] + [
+            f for f in frames if f != "window"]))
+    out = collections.Counter()
+    for frames, n in stacks:
+        out[named(frames)] += n
+    for frames, n in ent or []:
+        entered[named(frames)] += n
+    return out, counts
+
+
+def is_async(frame):
+    """An interrupt or exception entry: what interrupted the frame below."""
+    return frame.startswith(("asm_exc_", "asm_sysvec_", "irq_entries_start",
+                             "spurious_entries_start"))
+
+
+def function_cost(out, entered, func):
+    """func's instructions (itself and its callees, not the interrupts that
+    landed in it) and the times it was entered."""
+    insns = 0
+    for stack, n in out.items():
+        frames = stack.split(";")
+        if func not in frames:
+            continue
+        below = frames[frames.index(func) + 1:]
+        if not any(is_async(f) for f in below):
+            insns += n
+    calls = sum(n for s, n in entered.items() if s.split(";")[-1] == func)
+    return insns, calls
+
+
+def table(path, map_path, binary, per, top):
+    out, counts = fold(path, map_path, binary)
+    total = sum(out.values())
+    self_c, incl = collections.Counter(), collections.Counter()
+    for stack, n in out.items():
+        frames = stack.split(";")
+        self_c[frames[-1]] += n
+        for f in set(frames):
+            incl[f] += n
+    lines = ["instructions in the windows: %d (%s window(s)); per %s: %.1f"
+             % (total, "+".join(c["windows"] for c in counts
+                                if int(c["windows"])), "unit",
+                total / per)]
+    lines.append("%12s %12s  %s" % ("self/unit", "incl/unit", "function"))
+    for f, n in incl.most_common(top):
+        lines.append("%12.1f %12.1f  %s" % (self_c[f] / per, n / per, f))
+    for c in counts:
+        if int(c.get("windows", 0)):
+            lines.append("counters cpu %s: %s" % (c["cpu"], " ".join(
+                "%s=%s" % kv for kv in c.items() if kv[0] not in ("cpu",))))
+    return "\n".join(lines) + "\n"
+
+
+def check(path, records, map_path, binary):
+    """The plugin's total against the TSC's over the same windows (under
+    icount with one vCPU they count the same instructions), and the walker's
+    instructions per walk."""
+    import json
+    entered = collections.Counter()
+    out, counts = fold(path, map_path, binary, entered)
+    recs = [json.loads(x) for x in open(records) if x.strip()]
+    samples = [r for r in recs if r.get("kind") == "sample"]
+    ticks = sum(r.get("mark_ticks", 0) for r in samples)
+    walks = sum(r["loops"] * r["walks_per_loop"] for r in samples)
+    insns = sum(int(c["insns"]) for c in counts)
+    windows = sum(int(c["windows"]) for c in counts)
+    walker, calls = function_cost(out, entered, "rseq_ops_apply_[k]")
+    lines = ["plugin_insns=%d" % insns, "windows=%d" % windows,
+             "samples=%d" % len(samples), "tsc_ticks=%d" % ticks,
+             "difference=%d" % (insns - ticks),
+             "ratio=%.6f" % (insns / ticks if ticks else float("nan")),
+             "walks=%d" % walks,
+             "walker_insns=%d" % walker,
+             "walker_calls=%d" % calls,
+             "walker_per_call=%.3f" % (walker / calls if calls else 0),
+             "walker_per_walk=%.3f" % (walker / walks if walks else 0)]
+    for c in counts:
+        if int(c.get("windows", 0)):
+            lines.append("counters_cpu%s=%s" % (c["cpu"], ",".join(
+                "%s:%s" % kv for kv in c.items()
+                if kv[0] not in ("cpu", "mark"))))
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("entries")
+    e.add_argument("map")
+    for c in ("fold", "table", "check"):
+        p = sub.add_parser(c)
+        p.add_argument("profile")
+        if c == "check":
+            p.add_argument("records", help="opbench.json of the same boot")
+        p.add_argument("--map", required=True)
+        p.add_argument("--binary")
+        if c == "table":
+            p.add_argument("--per", type=float, default=1.0)
+            p.add_argument("--top", type=int, default=30)
+    a = ap.parse_args()
+    if a.cmd == "entries":
+        sys.stdout.write(entries(a.map))
+    elif a.cmd == "fold":
+        out, _ = fold(a.profile, a.map, a.binary)
+        for s, n in sorted(out.items()):
+            print("%s %d" % (s, n))
+    elif a.cmd == "check":
+        sys.stdout.write(check(a.profile, a.records, a.map, a.binary))
+    else:
+        sys.stdout.write(table(a.profile, a.map, a.binary, a.per, a.top))
+
+
+if __name__ == "__main__":
+    main()
