@@ -158,10 +158,33 @@ def test_retpoline(shadow):
     s.insn(0x9001, "r")			# F returns to the caller
     s.insn(0x100c, "e", 7)
     folded, counts = s.run(shadow)
-    assert folded == {"window": 1, h(0x8000): 1, h(0x8000, 0x8010): 2,
-                      h(0x9000): 2}
+    # The thunk's inner call lands 11 bytes ahead: no function call, so
+    # no level of its own.
+    assert folded == {"window": 1, h(0x8000): 3, h(0x9000): 2}
     c = counts[0]
-    assert c["ret_rewrites"] == 1 and c["depth"] == 0
+    assert c["ret_rewrites"] == 1 and c["local_calls"] == 1
+    assert c["depth"] == 0
+
+
+def test_return_stack_stuffing(shadow):
+    """FILL_RETURN_BUFFER: calls to the next slot whose return addresses
+    are dropped from the stack by hand; the function's later ret unwinds
+    them, and they never add levels to the graph."""
+    s = Stream()
+    s.insn(0x1000, "b", 7)
+    s.insn(0x1007, "c", 5)		# call switch_to_asm
+    pc = 0x5000
+    for _ in range(4):
+        s.insn(pc, "c", 5)		# call 1f; int3; 1:
+        pc += 6
+    s.insn(pc, "o", 4)			# add $32, %rsp
+    s.insn(pc + 4, "r")			# ret to the caller
+    s.insn(0x100c, "e", 7)
+    folded, counts = s.run(shadow)
+    assert folded == {"window": 1, h(0x5000): 6}
+    c = counts[0]
+    assert c["local_calls"] == 4 and c["ret_unwinds"] == 4
+    assert c["depth"] == 0
 
 
 def test_context_switch(shadow):

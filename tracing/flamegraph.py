@@ -97,7 +97,7 @@ def colour(name, highlight, delta=None):
     return "rgb(%d,%d,60)" % (200 + h, 200 + h // 2)
 
 
-def render(root, title, subtitle, highlight, diff):
+def render(root, title, subtitle, highlight, diff, unit="samples"):
     depth = [0]
 
     def measure(n, d):
@@ -148,7 +148,7 @@ def render(root, title, subtitle, highlight, diff):
             return
         y = height - PAD_BOTTOM - (d + 1) * ROW
         pct = 100.0 * n.count / root.count
-        tip = "%s (%d samples, %.2f%%)" % (n.name, n.count, pct)
+        tip = "%s (%d %s, %.2f%%)" % (n.name, n.count, unit, pct)
         delta = None
         if diff:
             delta = share_delta(n) / maxdelta[0]
@@ -173,10 +173,10 @@ def render(root, title, subtitle, highlight, diff):
             cx += c.count * scale
 
     draw(root, 10, 0)
-    legend = ("width: samples of the second profile; colour: change of the "
-              "frame's own share, red grew, blue shrank" if diff else
-              "width: samples; orange: kernel, yellow: user, magenta: %s" % (
-                  highlight.pattern if highlight else "-"))
+    legend = ("width: %s of the second profile; colour: change of the "
+              "frame's own share, red grew, blue shrank" % unit if diff else
+              "width: %s; orange: kernel, yellow: user, magenta: %s" % (
+                  unit, highlight.pattern if highlight else "-"))
     out.append('<text x="10" y="%d" font-size="11" font-family="Verdana" '
                'fill="#555">%s</text>' % (height - 10, html.escape(legend)))
     out.append("</svg>")
@@ -192,6 +192,9 @@ def main():
     ap.add_argument("--subtitle", default="")
     ap.add_argument("--highlight", default="rseq",
                     help="regular expression of frames to colour magenta")
+    ap.add_argument("--unit", default="samples",
+                    help="what a frame's width counts (default samples; "
+                    "the instruction profiler: instructions)")
     args = ap.parse_args()
     if args.diff != (len(args.folded) == 2) or len(args.folded) > 2:
         sys.exit("flamegraph: give one folded file, or two with --diff")
@@ -201,7 +204,8 @@ def main():
         root = build(read_folded(args.folded[1]), ref)
     else:
         root = build(read_folded(args.folded[0]))
-    sys.stdout.write(render(root, args.title, args.subtitle, hl, args.diff))
+    sys.stdout.write(render(root, args.title, args.subtitle, hl, args.diff,
+                            args.unit))
 
 
 if __name__ == "__main__":

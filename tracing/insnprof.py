@@ -34,12 +34,18 @@ MARK = bytes([0x0f, 0x1f, 0x80, 0x42, 0x45, 0x47, 0x4e])
 
 
 class Symbols:
-    def __init__(self, pairs):
+    """The function containing an address, within [lo, hi) when given."""
+
+    def __init__(self, pairs, lo=None, hi=None):
         pairs = sorted(pairs)
         self.addr = [a for a, _ in pairs]
         self.name = [n for _, n in pairs]
+        self.lo, self.hi = lo, hi
 
     def __call__(self, a):
+        if (self.lo is not None and a < self.lo) or \
+                (self.hi is not None and a >= self.hi):
+            return None
         i = bisect.bisect_right(self.addr, a) - 1
         return self.name[i] if i >= 0 else None
 
@@ -80,12 +86,15 @@ def binary_symbols(path, mark_pc):
         return None
     secs = subprocess.run(["readelf", "-SW", path], capture_output=True,
                           text=True, check=True).stdout
-    base = None
+    base, top, plt = None, 0, []
     for m in re.finditer(r"\]\s+(\S+)\s+\S+\s+([0-9a-f]+)\s+([0-9a-f]+)\s+"
                          r"([0-9a-f]+)", secs):
         addr, foff, size = (int(m.group(i), 16) for i in (2, 3, 4))
         if foff <= off < foff + size and addr:
             base = mark_pc - (addr + off - foff)
+        top = max(top, addr + size)
+        if m.group(1).startswith(".plt") and addr:
+            plt.append((addr, addr + size))
     if base is None:
         return None
     nm = subprocess.run(["nm", "--defined-only", path], capture_output=True,
@@ -95,7 +104,12 @@ def binary_symbols(path, mark_pc):
         p = line.split()
         if len(p) == 3 and p[1] in "TtWw":
             pairs.append((int(p[0], 16) + base, p[2]))
-    return Symbols(pairs)
+    # A call through the PLT runs the C library in the stub's frame (the
+    # stub jumps): name it so, not after the symbol before the PLT.
+    for lo, hi in plt:
+        pairs += [(lo + base, "[libc via plt]"), (hi + base, "[after plt]")]
+    # Outside the binary (the C library, the vDSO): no name of ours.
+    return Symbols(pairs, base, base + top)
 
 
 def read_profile(path, entered=None):
@@ -182,11 +196,10 @@ def table(path, map_path, binary, per, top):
         self_c[frames[-1]] += n
         for f in set(frames):
             incl[f] += n
-    lines = ["instructions in the windows: %d (%s window(s)); per %s: %.1f"
+    lines = ["instructions in the windows: %d (%s window(s)); per walk: %.1f"
              % (total, "+".join(c["windows"] for c in counts
-                                if int(c["windows"])), "unit",
-                total / per)]
-    lines.append("%12s %12s  %s" % ("self/unit", "incl/unit", "function"))
+                                if int(c["windows"])), total / per)]
+    lines.append("%12s %12s  %s" % ("self/walk", "incl/walk", "function"))
     for f, n in incl.most_common(top):
         lines.append("%12.1f %12.1f  %s" % (self_c[f] / per, n / per, f))
     for c in counts:

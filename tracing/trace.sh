@@ -146,13 +146,13 @@ insn)
 	/usr/bin/python3 "$tdir/insnprof.py" table "$out/$flavour-$ops/insnprof.txt" \
 		--map "$(kernel_dir "$flavour")/System.map" --binary "$out/bin/opbench" \
 		--per "$(sed -n 's/^walks=//p' "$out/check.txt")" > "$out/table.txt"
-	"$tdir/flamegraph.py" "$out/$flavour-$ops/insn.folded" \
+	"$tdir/flamegraph.py" "$out/$flavour-$ops/insn.folded" --unit instructions \
 		--title "$bench, $ops operations, $flavour kernel: instructions" \
 		--subtitle "every guest instruction of the timed samples, counted by the QEMU plugin tracing/insnprof (icount, one vCPU), interrupts off included" \
 		> "$out/flame.svg"
 	if [ -n "$vs_fl" ]; then
 		insnboot "$vs_fl" "$vs_ops" "$out/$vs_fl-$vs_ops"
-		"$tdir/flamegraph.py" --diff "$out/$vs_fl-$vs_ops/insn.folded" \
+		"$tdir/flamegraph.py" --diff --unit instructions "$out/$vs_fl-$vs_ops/insn.folded" \
 			"$out/$flavour-$ops/insn.folded" \
 			--title "$bench: $flavour at $ops operations against $vs_fl at $vs_ops: instructions" \
 			--subtitle "red: larger share on $flavour/$ops, blue: smaller; QEMU plugin instruction counts" \

@@ -100,12 +100,13 @@ static void at_exit(qemu_plugin_id_t id, void *p)
 		const struct sp_counts *c = &cpus[i].c;
 
 		fprintf(f, "# counts cpu=%d insns=%llu windows=%llu calls=%llu "
-			"rets=%llu ret_unwinds=%llu ret_rewrites=%llu "
+			"local_calls=%llu rets=%llu ret_unwinds=%llu ret_rewrites=%llu "
 			"ret_underflows=%llu async_entries=%llu syscalls=%llu "
 			"irets=%llu iret_unmatched=%llu sysrets=%llu overflows=%llu "
 			"open=%d mark=%llx\n", i,
 			(unsigned long long)c->insns, (unsigned long long)c->windows,
-			(unsigned long long)c->calls, (unsigned long long)c->rets,
+			(unsigned long long)c->calls,
+			(unsigned long long)c->local_calls, (unsigned long long)c->rets,
 			(unsigned long long)c->ret_unwinds,
 			(unsigned long long)c->ret_rewrites,
 			(unsigned long long)c->ret_underflows,

@@ -79,6 +79,18 @@ static void push(struct sp_cpu *c, uint64_t func, uint64_t ret, bool async)
 	c->depth++;
 }
 
+/* A frame that keeps the caller's node: a call that is no function call. */
+static void push_local(struct sp_cpu *c, uint64_t ret)
+{
+	uint32_t node = top_node(c);
+
+	if (c->depth == SP_DEPTH) {
+		c->c.overflows++;
+		c->depth = 0;
+	}
+	c->stack[c->depth++] = (struct sp_frame){ .node = node, .ret = ret };
+}
+
 static bool is_entry(const struct sp_cpu *c, uint64_t pc)
 {
 	for (size_t i = 0; i < c->nentries; i++) {
@@ -150,6 +162,17 @@ static void apply(struct sp_cpu *c, enum sp_kind p, uint64_t pc)
 	switch (p) {
 	case SP_CALL:
 		c->c.calls++;
+		if (pc > c->pending_ret && pc - c->pending_ret <= SP_LOCAL_CALL) {
+			/*
+			 * A call a few bytes ahead is no function call: return
+			 * stack stuffing (FILL_RETURN_BUFFER), a retpoline's
+			 * inner call. Its frame is kept for the returns to
+			 * match, and counts in its caller.
+			 */
+			c->c.local_calls++;
+			push_local(c, c->pending_ret);
+			break;
+		}
 		push(c, pc, c->pending_ret, false);
 		break;
 	case SP_SYSCALL:

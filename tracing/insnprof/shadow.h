@@ -13,7 +13,10 @@
  * What the stack does with each kind of instruction, applied at the next
  * executed instruction (whose address is the transfer's target):
  *   call     push a frame: the target is the function, the instruction after
- *            the call the return address;
+ *            the call the return address. A call at most SP_LOCAL_CALL
+ *            bytes past its return address is no function call (return
+ *            stack stuffing, a retpoline's inner call): its frame keeps
+ *            the caller's node, so that it costs no level of the graph;
  *   ret      pop to the frame whose return address is the target, searching
  *            down to the nearest asynchronous frame. No such frame: the
  *            return goes somewhere the stack never saw (a retpoline's ret
@@ -38,6 +41,8 @@
 
 #define SP_DEPTH	256
 #define SP_KERNEL_BASE	0xffff800000000000ULL
+/* A call whose target is at most this far past its return address. */
+#define SP_LOCAL_CALL	16
 
 enum sp_kind {
 	SP_OTHER, SP_CALL, SP_RET, SP_IRET, SP_SYSCALL, SP_SYSRET,
@@ -68,7 +73,7 @@ struct sp_range {
 };
 
 struct sp_counts {
-	uint64_t insns, windows, calls, rets, ret_unwinds, ret_rewrites,
+	uint64_t insns, windows, calls, local_calls, rets, ret_unwinds, ret_rewrites,
 		 ret_underflows, async_entries, syscalls, irets, iret_unmatched,
 		 sysrets, overflows;
 };
