@@ -190,16 +190,20 @@ def function_cost(out, entered, func):
 def table(path, map_path, binary, per, top):
     out, counts = fold(path, map_path, binary)
     total = sum(out.values())
+    what = "walk"
+    if per <= 0:
+        per, what = 1.0, "run (no walks)"	# syscall: totals
     self_c, incl = collections.Counter(), collections.Counter()
     for stack, n in out.items():
         frames = stack.split(";")
         self_c[frames[-1]] += n
         for f in set(frames):
             incl[f] += n
-    lines = ["instructions in the windows: %d (%s window(s)); per walk: %.1f"
+    lines = ["instructions in the windows: %d (%s window(s)); per %s: %.1f"
              % (total, "+".join(c["windows"] for c in counts
-                                if int(c["windows"])), total / per)]
-    lines.append("%12s %12s  %s" % ("self/walk", "incl/walk", "function"))
+                                if int(c["windows"])), what, total / per)]
+    lines.append("%12s %12s  %s" % ("self/" + what[:4], "incl/" + what[:4],
+                                    "function"))
     for f, n in incl.most_common(top):
         lines.append("%12.1f %12.1f  %s" % (self_c[f] / per, n / per, f))
     for c in counts:
