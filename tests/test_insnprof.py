@@ -127,6 +127,45 @@ def test_interrupt_between_call_and_target(shadow):
     assert counts[0]["calls"] == 1 and counts[0]["ret_rewrites"] == 0
 
 
+def test_interrupt_right_after_iret(shadow):
+    """A second interrupt taken as the first one's iret sets IF again: the
+    iret has happened, so the second does not nest under the first."""
+    s = Stream()
+    s.insn(0x1000, "b", 7)
+    s.insn(0x1007, "c", 5)		# call f
+    s.insn(0x2000)
+    s.insn(ENTRY_IRQ)			# first interrupt
+    s.insn(K + 0x5000, "i", 2)		# its iretq ...
+    s.insn(ENTRY_IRQ + 8)		# ... and at once a second one
+    s.insn(K + 0x5000, "i", 2)
+    s.insn(0x2001, "r")			# f returns
+    s.insn(0x100c, "e", 7)
+    folded, counts = s.run(shadow)
+    assert folded == {"window": 1, h(0x2000): 2, h(0x2000, ENTRY_IRQ): 2,
+                      h(0x2000, ENTRY_IRQ + 8): 2}
+    c = counts[0]
+    assert c["irets"] == 2 and c["iret_unmatched"] == 0
+    assert c["ret_rewrites"] == 0 and c["depth"] == 0
+
+
+def test_faulting_call_runs_again(shadow):
+    """A call that faults (a page fault on the stack) runs again after the
+    exception's iret: the first attempt makes no frame."""
+    s = Stream()
+    s.insn(0x1000, "b", 7)
+    s.insn(0x1007, "c", 5)		# call f: faults
+    s.insn(ENTRY_IRQ + 16)		# the exception's entry
+    s.insn(K + 0x5000, "i", 2)		# iretq back to the call
+    s.insn(0x1007, "c", 5)		# call f again
+    s.insn(0x2000)
+    s.insn(0x2001, "r")
+    s.insn(0x100c, "e", 7)
+    folded, counts = s.run(shadow)
+    assert folded == {"window": 2, h(ENTRY_IRQ + 16): 2, h(0x2000): 2}
+    c = counts[0]
+    assert c["restarts"] == 1 and c["depth"] == 0 and c["calls"] == 1
+
+
 def test_syscall_and_sysret(shadow):
     s = Stream()
     s.insn(0x1000, "b", 7)
@@ -258,7 +297,7 @@ def test_entries_from_system_map(tmp_path):
     lines = [x for x in r.stdout.splitlines() if not x.startswith("#")]
     assert lines == ["ffffffff81000b90 ffffffff81000b91 1",
                      "ffffffff81000d00 ffffffff81000d01 1",
-                     "ffffffff81000230 ffffffff81000990 8"]
+                     "ffffffff81000230 ffffffff81000b90 8"]
 
 
 def test_plugin_builds_against_debians_header(tmp_path):

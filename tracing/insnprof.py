@@ -73,8 +73,9 @@ def entries(path):
                          "spurious_entries_start: not an x86-64 System.map"
                          % path)
     # The stubs are 8 bytes apart (IDT_ALIGN); the spurious ones follow
-    # the external ones up to vector 255.
-    lines.append("%x %x 8" % (start, spur + 8 * 32))
+    # the external ones, up to the next symbol.
+    end = min((a for a in syms.values() if a > spur), default=spur + 8 * 32)
+    lines.append("%x %x 8" % (start, end))
     return "\n".join(lines) + "\n"
 
 
@@ -86,14 +87,19 @@ def binary_symbols(path, mark_pc):
         return None
     secs = subprocess.run(["readelf", "-SW", path], capture_output=True,
                           text=True, check=True).stdout
+    if data.find(MARK, off + 1) >= 0:
+        return None	# two begin markers: the base would be a guess
     base, top, plt = None, 0, []
-    for m in re.finditer(r"\]\s+(\S+)\s+\S+\s+([0-9a-f]+)\s+([0-9a-f]+)\s+"
-                         r"([0-9a-f]+)", secs):
-        addr, foff, size = (int(m.group(i), 16) for i in (2, 3, 4))
-        if foff <= off < foff + size and addr:
+    for m in re.finditer(r"\]\s+(\S+)\s+(\S+)\s+([0-9a-f]+)\s+([0-9a-f]+)"
+                         r"\s+([0-9a-f]+)", secs):
+        addr, foff, size = (int(m.group(i), 16) for i in (3, 4, 5))
+        if not addr:
+            continue	# not loaded
+        if m.group(2) == "PROGBITS" and base is None and \
+                foff <= off < foff + size:
             base = mark_pc - (addr + off - foff)
         top = max(top, addr + size)
-        if m.group(1).startswith(".plt") and addr:
+        if m.group(1).startswith(".plt"):
             plt.append((addr, addr + size))
     if base is None:
         return None
@@ -133,7 +139,10 @@ def read_profile(path, entered=None):
 
 
 def namer(map_path, binary, counts):
-    ksyms = Symbols(system_map(map_path))
+    kmap = system_map(map_path)
+    ends = [a for a, n in kmap if n in ("_etext", "_einittext")]
+    # No kernel name past the kernel's text (BPF JIT, modules).
+    ksyms = Symbols(kmap, None, max(ends) if ends else None)
     mark = next((int(c["mark"], 16) for c in counts
                  if int(c.get("windows", 0))), None)
     usyms = binary_symbols(binary, mark) if binary else None
@@ -227,7 +236,10 @@ def check(path, records, map_path, binary):
     insns = sum(int(c["insns"]) for c in counts)
     windows = sum(int(c["windows"]) for c in counts)
     walker, calls = function_cost(out, entered, "rseq_ops_apply_[k]")
-    lines = ["plugin_insns=%d" % insns, "windows=%d" % windows,
+    still_open = sum(int(c.get("open", 0)) for c in counts)
+    consistent = windows == len(samples) and not still_open and ticks > 0
+    lines = ["consistent=%s" % ("yes" if consistent else "no"),
+             "plugin_insns=%d" % insns, "windows=%d" % windows,
              "samples=%d" % len(samples), "tsc_ticks=%d" % ticks,
              "difference=%d" % (insns - ticks),
              "ratio=%.6f" % (insns / ticks if ticks else float("nan")),

@@ -33,7 +33,7 @@ set -euo pipefail
 . "$(dirname "$0")/../scripts/common.sh"
 export BUILDROOT_MAKE=no	# after the build: use the build root, never make it
 
-mode=${1:?usage: tracing/trace.sh flame|bpf|validate|overhead FLAVOUR ...}
+mode=${1:?usage: tracing/trace.sh flame|bpf|validate|overhead|insn FLAVOUR ...}
 flavour=${2:?usage: tracing/trace.sh $mode FLAVOUR ...}
 shift 2
 accel=${ACCEL:-icount}
@@ -134,6 +134,8 @@ insnboot() {
 	/usr/bin/python3 "$tdir/insnprof.py" check "$d/insnprof.txt" "$d/opbench.json" \
 		--map "$kdir/System.map" --binary "$out/bin/opbench" > "$d/check.txt"
 	cat "$d/check.txt" >&2
+	grep -qx 'consistent=yes' "$d/check.txt" ||
+		die "[$fl] the profile's windows do not match opbench's samples (or one stayed open): $d/check.txt"
 }
 
 case $mode in

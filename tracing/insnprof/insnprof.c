@@ -31,10 +31,27 @@
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
-struct insn_info {
-	uint64_t pc, next;
-	enum sp_kind kind;
-};
+/*
+ * What the exec callback needs of an instruction, packed into its udata
+ * (QEMU 7.2 offers no hook to free per-instruction data, and a TB is
+ * translated again after every flush): the address's low 48 bits, the
+ * kind in bits 48-51, the length in bits 52-55. x86-64 addresses are
+ * canonical: bit 47 extends into the top.
+ */
+_Static_assert(sizeof(uintptr_t) == 8, "the packed udata needs 64 bits");
+
+static uintptr_t pack(uint64_t pc, enum sp_kind kind, size_t len)
+{
+	return (pc & 0xffffffffffffULL) | (uint64_t)kind << 48 |
+	       (uint64_t)(len & 0xf) << 52;
+}
+
+static uint64_t unpack_pc(uintptr_t u)
+{
+	uint64_t pc = u & 0xffffffffffffULL;
+
+	return pc & (1ULL << 47) ? pc | 0xffff000000000000ULL : pc;
+}
 
 static struct sp_tree tree;
 static struct sp_cpu *cpus;
@@ -46,16 +63,19 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void insn_exec(unsigned int cpu, void *udata)
 {
-	const struct insn_info *i = udata;
+	uintptr_t u = (uintptr_t)udata;
+	enum sp_kind kind = (u >> 48) & 0xf;
+	uint64_t pc;
 
 	if ((int)cpu >= ncpus)
 		return;
 	/* Outside a window only a begin marker matters: no lock, no work. */
 	if (!__atomic_load_n(&cpus[cpu].active, __ATOMIC_RELAXED) &&
-	    i->kind != SP_BEGIN)
+	    kind != SP_BEGIN)
 		return;
+	pc = unpack_pc(u);
 	pthread_mutex_lock(&lock);
-	sp_exec(&cpus[cpu], i->pc, i->kind, i->next);
+	sp_exec(&cpus[cpu], pc, kind, pc + ((u >> 52) & 0xf));
 	pthread_mutex_unlock(&lock);
 }
 
@@ -66,16 +86,13 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	(void)id;
 	for (size_t k = 0; k < n; k++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, k);
-		struct insn_info *i = malloc(sizeof(*i));
 		size_t len = qemu_plugin_insn_size(insn);
+		uintptr_t u = pack(qemu_plugin_insn_vaddr(insn),
+				   sp_decode(qemu_plugin_insn_data(insn), len), len);
 
-		if (!i)
-			return;
-		i->pc = qemu_plugin_insn_vaddr(insn);
-		i->next = i->pc + len;
-		i->kind = sp_decode(qemu_plugin_insn_data(insn), len);
 		qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_exec,
-						       QEMU_PLUGIN_CB_NO_REGS, i);
+						       QEMU_PLUGIN_CB_NO_REGS,
+						       (void *)u);
 	}
 }
 
@@ -100,13 +117,14 @@ static void at_exit(qemu_plugin_id_t id, void *p)
 		const struct sp_counts *c = &cpus[i].c;
 
 		fprintf(f, "# counts cpu=%d insns=%llu windows=%llu calls=%llu "
-			"local_calls=%llu rets=%llu ret_unwinds=%llu ret_rewrites=%llu "
+			"local_calls=%llu restarts=%llu rets=%llu ret_unwinds=%llu ret_rewrites=%llu "
 			"ret_underflows=%llu async_entries=%llu syscalls=%llu "
 			"irets=%llu iret_unmatched=%llu sysrets=%llu overflows=%llu "
 			"open=%d mark=%llx\n", i,
 			(unsigned long long)c->insns, (unsigned long long)c->windows,
 			(unsigned long long)c->calls,
-			(unsigned long long)c->local_calls, (unsigned long long)c->rets,
+			(unsigned long long)c->local_calls,
+			(unsigned long long)c->restarts, (unsigned long long)c->rets,
 			(unsigned long long)c->ret_unwinds,
 			(unsigned long long)c->ret_rewrites,
 			(unsigned long long)c->ret_underflows,
@@ -118,7 +136,8 @@ static void at_exit(qemu_plugin_id_t id, void *p)
 			(unsigned long long)cpus[i].mark_pc);
 	}
 	pthread_mutex_unlock(&lock);
-	fclose(f);
+	if (ferror(f) | fclose(f))
+		qemu_plugin_outs("insnprof: writing the profile failed: it is incomplete\n");
 }
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,

@@ -82,13 +82,14 @@ int main(int argc, char **argv)
 
 		if (!n->windows)
 			continue;
-		printf("counts cpu=%d insns=%llu windows=%llu calls=%llu local_calls=%llu rets=%llu "
+		printf("counts cpu=%d insns=%llu windows=%llu calls=%llu local_calls=%llu restarts=%llu rets=%llu "
 		       "ret_unwinds=%llu ret_rewrites=%llu ret_underflows=%llu "
 		       "async_entries=%llu syscalls=%llu irets=%llu "
 		       "iret_unmatched=%llu sysrets=%llu overflows=%llu depth=%d\n",
 		       i, (unsigned long long)n->insns,
 		       (unsigned long long)n->windows, (unsigned long long)n->calls,
-		       (unsigned long long)n->local_calls, (unsigned long long)n->rets,
+		       (unsigned long long)n->local_calls,
+		       (unsigned long long)n->restarts, (unsigned long long)n->rets,
 		       (unsigned long long)n->ret_unwinds,
 		       (unsigned long long)n->ret_rewrites,
 		       (unsigned long long)n->ret_underflows,

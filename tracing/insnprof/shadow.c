@@ -130,6 +130,7 @@ static void do_ret(struct sp_cpu *c, uint64_t pc)
 		uint32_t parent = c->depth > 1 ? c->stack[c->depth - 2].node : 0;
 
 		f->node = child_of(c->tree, parent, pc);
+		c->tree->n[f->node].entered++;
 	} else {
 		push(c, pc, 0, false);
 	}
@@ -147,6 +148,7 @@ static void do_iret(struct sp_cpu *c, uint64_t pc)
 	} else {
 		c->pending = c->stack[i].saved;
 		c->pending_ret = c->stack[i].saved_ret;
+		c->pending_pc = c->stack[i].saved_pc;
 		c->depth = i;
 	}
 	if (pc < SP_KERNEL_BASE) {
@@ -162,7 +164,7 @@ static void apply(struct sp_cpu *c, enum sp_kind p, uint64_t pc)
 	switch (p) {
 	case SP_CALL:
 		c->c.calls++;
-		if (pc > c->pending_ret && pc - c->pending_ret <= SP_LOCAL_CALL) {
+		if (pc >= c->pending_ret && pc - c->pending_ret <= SP_LOCAL_CALL) {
 			/*
 			 * A call a few bytes ahead is no function call: return
 			 * stack stuffing (FILL_RETURN_BUFFER), a retpoline's
@@ -187,7 +189,11 @@ static void apply(struct sp_cpu *c, enum sp_kind p, uint64_t pc)
 		/* The transfer the interrupt cut off, if any, lands here. */
 		p = c->pending;
 		c->pending = SP_OTHER;
-		if (p != SP_OTHER && p != SP_IRET)
+		if (p == SP_OTHER || p == SP_IRET)
+			break;
+		if (pc == c->pending_pc)
+			c->c.restarts++;	/* it faulted: it runs again */
+		else
 			apply(c, p, pc);
 		break;
 	case SP_SYSRET:
@@ -227,11 +233,21 @@ void sp_exec(struct sp_cpu *c, uint64_t pc, enum sp_kind kind, uint64_t next)
 		return;
 	}
 	if (is_entry(c, pc)) {
+		/* An iret or sysret the interrupt followed at once has happened. */
+		if (p == SP_SYSRET) {
+			apply(c, p, pc);
+			p = SP_OTHER;
+		} else if (p == SP_IRET) {
+			do_iret(c, pc);
+			p = c->pending;
+			c->pending = SP_OTHER;
+		}
 		c->c.async_entries++;
 		push(c, pc, 0, true);
 		/* An interrupted call or return resumes after the iret. */
 		c->stack[c->depth - 1].saved = p;
 		c->stack[c->depth - 1].saved_ret = c->pending_ret;
+		c->stack[c->depth - 1].saved_pc = c->pending_pc;
 	} else {
 		apply(c, p, pc);
 	}
@@ -242,11 +258,13 @@ void sp_exec(struct sp_cpu *c, uint64_t pc, enum sp_kind kind, uint64_t next)
 	case SP_SYSCALL:
 		c->pending = kind;
 		c->pending_ret = next;
+		c->pending_pc = pc;
 		break;
 	case SP_RET:
 	case SP_IRET:
 	case SP_SYSRET:
 		c->pending = kind;
+		c->pending_pc = pc;
 		break;
 	default:
 		break;

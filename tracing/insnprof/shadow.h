@@ -30,7 +30,10 @@
  * An executed address that is an interrupt or exception entry (a list of
  * ranges from System.map) pushes an asynchronous frame, whatever came
  * before: an interrupt between a call and its target keeps the call
- * pending in that frame, and the iret restores it.
+ * pending in that frame, and the iret restores it; an iret or sysret cut
+ * off by it is applied first. A transfer whose target is its own address
+ * (a call or return that faulted and runs again after the exception) is
+ * dropped and counted as a restart.
  */
 #ifndef INSNPROF_SHADOW_H
 #define INSNPROF_SHADOW_H
@@ -65,7 +68,7 @@ struct sp_frame {
 	uint32_t node;
 	bool async;
 	enum sp_kind saved;	/* async: the transfer it interrupted */
-	uint64_t ret, saved_ret;
+	uint64_t ret, saved_ret, saved_pc;
 };
 
 struct sp_range {
@@ -73,7 +76,8 @@ struct sp_range {
 };
 
 struct sp_counts {
-	uint64_t insns, windows, calls, local_calls, rets, ret_unwinds, ret_rewrites,
+	uint64_t insns, windows, calls, local_calls, restarts, rets, ret_unwinds,
+		 ret_rewrites,
 		 ret_underflows, async_entries, syscalls, irets, iret_unmatched,
 		 sysrets, overflows;
 };
@@ -86,7 +90,7 @@ struct sp_cpu {
 	uint64_t mark_pc;	/* where the first begin marker was */
 	int depth;
 	enum sp_kind pending;
-	uint64_t pending_ret;
+	uint64_t pending_ret, pending_pc;	/* and the transfer's own address */
 	struct sp_frame stack[SP_DEPTH];
 	struct sp_counts c;
 };
