@@ -116,23 +116,9 @@ static void at_exit(qemu_plugin_id_t id, void *p)
 	for (int i = 0; i < ncpus; i++) {
 		const struct sp_counts *c = &cpus[i].c;
 
-		fprintf(f, "# counts cpu=%d insns=%llu windows=%llu calls=%llu "
-			"local_calls=%llu restarts=%llu rets=%llu ret_unwinds=%llu ret_rewrites=%llu "
-			"ret_underflows=%llu async_entries=%llu syscalls=%llu "
-			"irets=%llu iret_unmatched=%llu sysrets=%llu overflows=%llu "
-			"open=%d mark=%llx\n", i,
-			(unsigned long long)c->insns, (unsigned long long)c->windows,
-			(unsigned long long)c->calls,
-			(unsigned long long)c->local_calls,
-			(unsigned long long)c->restarts, (unsigned long long)c->rets,
-			(unsigned long long)c->ret_unwinds,
-			(unsigned long long)c->ret_rewrites,
-			(unsigned long long)c->ret_underflows,
-			(unsigned long long)c->async_entries,
-			(unsigned long long)c->syscalls, (unsigned long long)c->irets,
-			(unsigned long long)c->iret_unmatched,
-			(unsigned long long)c->sysrets,
-			(unsigned long long)c->overflows, cpus[i].active,
+		fprintf(f, "# counts cpu=%d", i);
+		sp_format_counts(f, c);
+		fprintf(f, " open=%d mark=%llx\n", cpus[i].active,
 			(unsigned long long)cpus[i].mark_pc);
 	}
 	pthread_mutex_unlock(&lock);

@@ -82,22 +82,9 @@ int main(int argc, char **argv)
 
 		if (!n->windows)
 			continue;
-		printf("counts cpu=%d insns=%llu windows=%llu calls=%llu local_calls=%llu restarts=%llu rets=%llu "
-		       "ret_unwinds=%llu ret_rewrites=%llu ret_underflows=%llu "
-		       "async_entries=%llu syscalls=%llu irets=%llu "
-		       "iret_unmatched=%llu sysrets=%llu overflows=%llu depth=%d\n",
-		       i, (unsigned long long)n->insns,
-		       (unsigned long long)n->windows, (unsigned long long)n->calls,
-		       (unsigned long long)n->local_calls,
-		       (unsigned long long)n->restarts, (unsigned long long)n->rets,
-		       (unsigned long long)n->ret_unwinds,
-		       (unsigned long long)n->ret_rewrites,
-		       (unsigned long long)n->ret_underflows,
-		       (unsigned long long)n->async_entries,
-		       (unsigned long long)n->syscalls, (unsigned long long)n->irets,
-		       (unsigned long long)n->iret_unmatched,
-		       (unsigned long long)n->sysrets,
-		       (unsigned long long)n->overflows, cpu[i].depth);
+		printf("counts cpu=%d", i);
+		sp_format_counts(stdout, n);
+		printf(" depth=%d\n", cpu[i].depth);
 	}
 	return 0;
 }

@@ -407,3 +407,23 @@ enum sp_kind sp_decode(const uint8_t *b, size_t len)
 		return SP_OTHER;
 	}
 }
+
+/* The counters as "name=value" words, for the profile and the tests. */
+void sp_format_counts(FILE *f, const struct sp_counts *c)
+{
+	const struct { const char *name; uint64_t v; } w[] = {
+		{ "insns", c->insns }, { "windows", c->windows },
+		{ "calls", c->calls }, { "local_calls", c->local_calls },
+		{ "restarts", c->restarts }, { "rets", c->rets },
+		{ "ret_unwinds", c->ret_unwinds },
+		{ "ret_rewrites", c->ret_rewrites },
+		{ "ret_underflows", c->ret_underflows },
+		{ "async_entries", c->async_entries },
+		{ "syscalls", c->syscalls }, { "irets", c->irets },
+		{ "iret_unmatched", c->iret_unmatched },
+		{ "sysrets", c->sysrets }, { "overflows", c->overflows },
+	};
+
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++)
+		fprintf(f, " %s=%llu", w[i].name, (unsigned long long)w[i].v);
+}

@@ -41,6 +41,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define SP_DEPTH	256
 #define SP_KERNEL_BASE	0xffff800000000000ULL
@@ -106,6 +107,7 @@ void sp_exec(struct sp_cpu *c, uint64_t pc, enum sp_kind kind, uint64_t next);
 void sp_fold(const struct sp_tree *t, void (*out)(const char *line, void *arg),
 	     void *arg);
 int sp_read_entries(const char *path, struct sp_range **r, size_t *n);
+void sp_format_counts(FILE *f, const struct sp_counts *c);
 enum sp_kind sp_decode(const uint8_t *b, size_t len);
 
 /* The markers: nopl MAGIC(%rax), 0f 1f 80 + imm32. */
