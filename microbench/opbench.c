@@ -60,7 +60,6 @@ static const struct bench benches[] = {
 
 static struct utsname uts;
 static const char *flavour = "unknown";
-static bool quiet;
 
 /*
  * Start a timed sample: note the thread's context switches. emit_sample()
@@ -75,7 +74,7 @@ void sample_start(struct bench_ctx *ctx)
 	}
 }
 
-/* What a tick is here: see clock.c. */
+/* What a tick is here: see common.c. */
 void emit_clock(void)
 {
 	emit_clock_for(flavour, uts.release);
@@ -107,15 +106,6 @@ void iters_free(struct iters *it)
 	memset(it, 0, sizeof(*it));
 }
 
-int pin_self(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
-}
-
 /*
  * Pin the calling thread for a benchmark that means nothing unpinned (two
  * threads that must share a CPU, a loop that must not migrate); say which
@@ -137,19 +127,6 @@ long nr_switches(void)
 
 	getrusage(RUSAGE_THREAD, &ru);
 	return ru.ru_nvcsw + ru.ru_nivcsw;
-}
-
-void progress(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (quiet)
-		return;
-	va_start(ap, fmt);
-	fputs("opbench: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
 }
 
 /* The fields every record starts with. */
@@ -325,15 +302,9 @@ int thread_setup(struct bench_ctx *ctx, struct thread_ops *to)
 			   ctx->no_ops);
 	if (!err)
 		return 0;
-	/* -EOPNOTSUPP from the series since v2, -ENOTSUPP from the RFC */
-	if (err == -EOPNOTSUPP || err == -OB_ENOTSUPP)
-		emit_unsupported(ctx, err, "legacy rseq registration: no operations");
-	else if (err == -EINVAL && !(area->flags & OB_RSEQ_OP_AVAILABLE))
-		emit_unsupported(ctx, err, "kernel without RSEQ operations");
-	else if (err == -ENOMEM)
+	if (err == -ENOMEM)
 		return -1;
-	else
-		emit_unsupported(ctx, err, "operation registration refused");
+	emit_unsupported(ctx, err, ops_refusal(err, area));
 	return 1;
 }
 
@@ -421,38 +392,6 @@ static int parse_ops(const char *s, int *out, int max)
 	return n;
 }
 
-static long parse_num(const char *opt, const char *s, long min)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-
-	if (*s == '\0' || *end || v < min) {
-		fprintf(stderr, "opbench: %s '%s' is not a number >= %ld\n", opt, s, min);
-		exit(2);
-	}
-	return v;
-}
-
-static void default_cpus(struct bench_ctx *ctx)
-{
-	cpu_set_t set;
-	int first = -1, last = -1;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return;
-	for (int c = 0; c < CPU_SETSIZE; c++) {
-		if (CPU_ISSET(c, &set)) {
-			if (first < 0)
-				first = c;
-			last = c;
-		}
-	}
-	if (ctx->cpu < 0)
-		ctx->cpu = last;
-	if (ctx->cpu2 < 0)
-		ctx->cpu2 = first;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -538,7 +477,7 @@ int main(int argc, char **argv)
 			flavour = optarg;
 			break;
 		case 'q':
-			quiet = true;
+			ob_quiet = true;
 			break;
 		case 'N':
 			base.no_ops = true;
@@ -587,21 +526,16 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	uname(&uts);
-	if (!strcmp(flavour, "unknown")) {
-		/* Our kernels name their flavour: 7.2.13-ops. */
-		const char *dash = strchr(uts.release, '-');
-
-		if (dash && dash[1])
-			flavour = dash + 1;
-	}
-	default_cpus(&base);
+	if (!strcmp(flavour, "unknown"))
+		flavour = flavour_of_release(uts.release);
+	default_cpus(&base.cpu, &base.cpu2, CPU_SETSIZE);
 	if (base.cpu < 0 || base.cpu2 < 0 || base.cpu >= CPU_SETSIZE ||
 	    base.cpu2 >= CPU_SETSIZE) {
 		fprintf(stderr, "opbench: no usable CPU\n");
 		return 2;
 	}
 	if (base.reg != REG_GLIBC)
-		reexec_without_glibc_rseq(argv, "opbench", !quiet);
+		reexec_without_glibc_rseq(argv, "opbench", !ob_quiet);
 	if (strcmp(argv[optind], "all") && !find_bench(argv[optind])) {
 		fprintf(stderr, "opbench: no benchmark '%s' (see --list)\n", argv[optind]);
 		return 2;

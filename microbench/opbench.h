@@ -187,13 +187,18 @@ bool emit_sample(struct bench_ctx *ctx, int sample, const struct iters *it,
 void emit_gate(struct bench_ctx *ctx, const char *what, long expected,
 	       long seen, bool valid, const char *detail);
 void emit_unsupported(struct bench_ctx *ctx, int err, const char *why);
-void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 double now_ns(void);
 void sample_start(struct bench_ctx *ctx);
 void emit_clock(void);
-/* clock.c, shared with tcmodel */
-void emit_clock_for(const char *flavour, const char *release);
+/* common.c, shared with tcmodel */
+extern const char *ob_prog;
+extern bool ob_quiet;
+void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+long parse_num(const char *opt, const char *s, long min);
 int pin_self(int cpu);
+void default_cpus(int *cpu, int *cpu2, int limit);
+const char *flavour_of_release(const char *release);
+void emit_clock_for(const char *flavour, const char *release);
 int pin_or_complain(const struct bench_ctx *ctx, int cpu);
 int thread_setup(struct bench_ctx *ctx, struct thread_ops *to);
 long nr_switches(void);
@@ -213,6 +218,7 @@ const char *layout_name(enum layout l);
 int parse_layout(const char *s, enum layout *l);
 void shuffle_ints(int *v, int n, uint64_t *state);
 void ops_unregister(struct thread_ops *to);
+const char *ops_refusal(int err, const struct ob_rseq *area);
 void ops_arm(struct thread_ops *to);
 long ops_count_reset(struct thread_ops *to);
 int ops_slot(struct thread_ops *to, int cpu);

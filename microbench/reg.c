@@ -304,6 +304,17 @@ int ops_register(struct thread_ops *to, struct ob_rseq *area, enum op_type type,
 	return 0;
 }
 
+/* Why the kernel refused an operation with @err on @area, for a record. */
+const char *ops_refusal(int err, const struct ob_rseq *area)
+{
+	/* -EOPNOTSUPP from the series since v2, -ENOTSUPP from the RFC */
+	if (err == -EOPNOTSUPP || err == -OB_ENOTSUPP)
+		return "legacy rseq registration: no operations";
+	if (err == -EINVAL && !(area->flags & OB_RSEQ_OP_AVAILABLE))
+		return "kernel without RSEQ operations";
+	return "operation registration refused";
+}
+
 static int nr_nodes(struct thread_ops *to)
 {
 	return to->nr < 0 ? -to->nr : to->nr;

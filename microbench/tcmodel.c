@@ -147,27 +147,13 @@ struct model {
 
 static struct model m;
 static enum mode mode = M_LEGACY;
-static bool no_ops, quiet;
+static bool no_ops;
 static const char *flavour = "unknown";
 static struct utsname uts;
 static int cpu_a = -1, cpu_b = -1;
 static long loops = 1000, preempt_loops = 150;
 static int samples = 6, warmup = 1, period_us = 331;
 static void *items[CLASS_END];
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (quiet)
-		return;
-	va_start(ap, fmt);
-	fputs("tcmodel: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
 
 /* Results of a critical section that did not complete its operation. */
 enum { CS_DONE, CS_RECOVER, CS_STALE, CS_SLOW };
@@ -362,15 +348,6 @@ static inline void invalidate_by_hand(void)
 	__atomic_store_n((uint32_t *)((char *)m.slabs + 4), cpu, __ATOMIC_RELAXED);
 }
 
-static int pin(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
-}
-
 static long membarrier(int cmd, unsigned int flags, int cpu)
 {
 	return syscall(__NR_membarrier, cmd, flags, cpu);
@@ -399,7 +376,7 @@ static void unsupported(enum what w, int err, const char *why)
 	head("tcm-unsupported", w);
 	printf(",\"errno\":%d,\"why\":\"%s\"}\n", -err, why);
 	fflush(stdout);
-	say("%s, %s mode: unsupported here: %s", whats[w].name, mode_name(), why);
+	progress("%s, %s mode: unsupported here: %s", whats[w].name, mode_name(), why);
 }
 
 /*
@@ -438,12 +415,7 @@ static int thread_register(const char **why)
 		if (!no_ops && prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_REGISTER,
 				     (unsigned long)&ops_node, 0, 0)) {
 			err = -errno;
-			if (err == -EOPNOTSUPP || err == -OB_ENOTSUPP)
-				*why = "legacy rseq registration: no operations";
-			else if (err == -EINVAL && !(area->flags & OB_RSEQ_OP_AVAILABLE))
-				*why = "kernel without RSEQ operations";
-			else
-				*why = "operation registration refused";
+			*why = ops_refusal(err, area);
 			return err;
 		}
 	}
@@ -456,13 +428,12 @@ static int thread_register(const char **why)
 /* A waker thread's own registration: the same kind as the worker's. */
 static void helper_register(void)
 {
-	static __thread struct {
-		uint32_t v[8];
-	} __attribute__((aligned(32))) area;
+	struct ob_rseq *area;
+	int err;
 
 	/* In ops mode glibc registered this thread (v2) already. */
-	if (mode == M_LEGACY && syscall(__NR_rseq, &area, 32, 0, 0x53053053))
-		say("waker: legacy registration refused: %s", strerror(errno));
+	if (mode == M_LEGACY && (err = rseq_register_thread(REG_LEGACY, &area)))
+		progress("waker: legacy registration refused: %s", strerror(-err));
 }
 
 /* The per-sample counters, and the gate over them. */
@@ -535,7 +506,7 @@ static bool emit(enum what w, int sample, uint64_t *dt, long n, long iters,
 	       *why ? "false" : "true", why);
 	fflush(stdout);
 	if (*why)
-		say("%s, %s mode%s, sample %d: GATE FAILED: %s (events %ld, recoveries %ld, stale %ld)",
+		progress("%s, %s mode%s, sample %d: GATE FAILED: %s (events %ld, recoveries %ld, stale %ld)",
 		    whats[w].name, mode_name(), no_ops ? " (--no-ops)" : "",
 		    sample, why, c->events, c->recoveries, c->stale);
 	return !*why;
@@ -586,7 +557,7 @@ static bool run_loop(enum what w)
 			case W_MIGRATE:
 				event_start();
 				at ^= 1;
-				if (pin(cpus[at]))
+				if (pin_self(cpus[at]))
 					failed++;
 				event_done();
 				break;
@@ -612,7 +583,7 @@ static bool run_loop(enum what w)
 			valid &= emit(w, s, dt, loops, loops, &c);
 	}
 	if (at)
-		pin(cpu_a);
+		pin_self(cpu_a);
 	free(dt);
 	return valid;
 }
@@ -631,7 +602,7 @@ static void *waker_fn(void *arg)
 	struct timespec next, now;
 
 	helper_register();
-	wk->err = -pin(cpu_a);
+	wk->err = -pin_self(cpu_a);
 	if (!wk->err)
 		wk->err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
 	if (wk->err) {
@@ -784,7 +755,7 @@ static void *drainer_fn(void *arg)
 	struct drainer *d = arg;
 
 	helper_register();
-	d->err = -pin(cpu_b);
+	d->err = -pin_self(cpu_b);
 	if (d->err) {
 		__atomic_store_n(&d->finished, 1, __ATOMIC_RELEASE);
 		return NULL;
@@ -883,7 +854,7 @@ static int run_what(enum what w)
 		unsupported(w, -EINVAL, "one CPU only: needs two");
 		return 0;
 	}
-	say("%s, %s mode%s: %d x %ld", whats[w].name, mode_name(),
+	progress("%s, %s mode%s: %d x %ld", whats[w].name, mode_name(),
 	    no_ops ? " (--no-ops)" : "", samples,
 	    w == W_PREEMPT ? preempt_loops : loops);
 	if (!tcm_cache()) {
@@ -920,18 +891,6 @@ static void usage(FILE *f)
 		"      --no-ops        ops mode: register no operation (the gate must fail)\n"
 		"  -q, --quiet\n"
 		"  -h, --help\n");
-}
-
-static long number(const char *opt, const char *s, long min)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-
-	if (!*s || *end || v < min) {
-		fprintf(stderr, "tcmodel: %s '%s' is not a number >= %ld\n", opt, s, min);
-		exit(2);
-	}
-	return v;
 }
 
 static int parse_whats(char *s, bool *want)
@@ -975,10 +934,10 @@ int main(int argc, char **argv)
 	};
 	bool want[W_NR] = { }, have_mode = false;
 	struct sigaction sa = { .sa_handler = empty_handler };
-	cpu_set_t set;
 	char *list;
 	int opt, ret = 0;
 
+	ob_prog = "tcmodel";
 	while ((opt = getopt_long(argc, argv, "m:l:p:s:w:c:C:f:qh", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'm':
@@ -993,28 +952,28 @@ int main(int argc, char **argv)
 			have_mode = true;
 			break;
 		case 'l':
-			loops = number("--loops", optarg, 1);
+			loops = parse_num("--loops", optarg, 1);
 			break;
 		case 'p':
-			preempt_loops = number("--preempt-loops", optarg, 1);
+			preempt_loops = parse_num("--preempt-loops", optarg, 1);
 			break;
 		case 's':
-			samples = number("--samples", optarg, 1);
+			samples = parse_num("--samples", optarg, 1);
 			break;
 		case 'w':
-			warmup = number("--warmup", optarg, 0);
+			warmup = parse_num("--warmup", optarg, 0);
 			break;
 		case 'c':
-			cpu_a = number("--cpu", optarg, 0);
+			cpu_a = parse_num("--cpu", optarg, 0);
 			break;
 		case 'C':
-			cpu_b = number("--cpu2", optarg, 0);
+			cpu_b = parse_num("--cpu2", optarg, 0);
 			break;
 		case 'f':
 			flavour = optarg;
 			break;
 		case 'P':
-			period_us = number("--period-us", optarg, 10);
+			period_us = parse_num("--period-us", optarg, 10);
 			break;
 		case 'N':
 			no_ops = true;
@@ -1024,7 +983,7 @@ int main(int argc, char **argv)
 				printf("%-9s %s\n", whats[i].name, whats[i].summary);
 			return 0;
 		case 'q':
-			quiet = true;
+			ob_quiet = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -1056,27 +1015,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	uname(&uts);
-	if (!strcmp(flavour, "unknown")) {
-		const char *dash = strchr(uts.release, '-');
-
-		if (dash && dash[1])
-			flavour = dash + 1;
-	}
-	if (!sched_getaffinity(0, sizeof(set), &set)) {
-		int first = -1, last = -1;
-
-		for (int c = 0; c < NCPU_MAX; c++) {
-			if (CPU_ISSET(c, &set)) {
-				if (first < 0)
-					first = c;
-				last = c;
-			}
-		}
-		if (cpu_a < 0)
-			cpu_a = last;
-		if (cpu_b < 0)
-			cpu_b = first;
-	}
+	if (!strcmp(flavour, "unknown"))
+		flavour = flavour_of_release(uts.release);
+	default_cpus(&cpu_a, &cpu_b, NCPU_MAX);
 	if (cpu_a < 0 || cpu_b < 0) {
 		fprintf(stderr, "tcmodel: no usable CPU\n");
 		return 2;
@@ -1086,8 +1027,8 @@ int main(int argc, char **argv)
 	 * measures glibc itself, with its registration off (legacy) or on.
 	 */
 	if (mode == M_LEGACY)
-		reexec_without_glibc_rseq(argv, "tcmodel", !quiet);
-	if (pin(cpu_a)) {
+		reexec_without_glibc_rseq(argv, "tcmodel", !ob_quiet);
+	if (pin_self(cpu_a)) {
 		fprintf(stderr, "tcmodel: cannot pin to CPU %d: %s (see --cpu)\n", cpu_a,
 			strerror(errno));
 		return 2;

@@ -1,13 +1,90 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * clock.c - the benchmarks' clock, shared by opbench and tcmodel: what a
- * TSC tick is on this machine, measured, and the helpers around it.
+ * common.c - what opbench and tcmodel share: the benchmarks' clock (what a
+ * TSC tick is on this machine, measured), progress messages, option
+ * numbers, pinning, the default CPUs and the flavour's name.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "opbench.h"
+
+/* The program's name in its messages, and -q. */
+const char *ob_prog = "opbench";
+bool ob_quiet;
+
+void progress(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ob_quiet)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", ob_prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* An option's number, at least @min; exits 2 with the option named. */
+long parse_num(const char *opt, const char *s, long min)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (*s == '\0' || *end || v < min) {
+		fprintf(stderr, "%s: %s '%s' is not a number >= %ld\n", ob_prog, opt, s, min);
+		exit(2);
+	}
+	return v;
+}
+
+int pin_self(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+/*
+ * The CPUs not given (negative): @cpu the last one allowed, @cpu2 the
+ * first, both below @limit.
+ */
+void default_cpus(int *cpu, int *cpu2, int limit)
+{
+	cpu_set_t set;
+	int first = -1, last = -1;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return;
+	for (int c = 0; c < CPU_SETSIZE && c < limit; c++) {
+		if (CPU_ISSET(c, &set)) {
+			if (first < 0)
+				first = c;
+			last = c;
+		}
+	}
+	if (*cpu < 0)
+		*cpu = last;
+	if (*cpu2 < 0)
+		*cpu2 = first;
+}
+
+/* Our kernels name their flavour after the first dash: 7.2.13-ops. */
+const char *flavour_of_release(const char *release)
+{
+	const char *dash = strchr(release, '-');
+
+	return dash && dash[1] ? dash + 1 : "unknown";
+}
 
 double now_ns(void)
 {
