@@ -57,6 +57,18 @@ order=$(for b in $BENCHES; do echo "$b"; done |
 	awk -v s="$seed" 'BEGIN { srand(s) } { printf "%.9f %s\n", (s ? rand() : NR), $0 }' |
 	sort -n | cut -d' ' -f2)
 
+# account STATUS WHAT: fold one program's exit status into rc. 1 is a
+# failed gate (recorded; the analysis drops those cells): rc 3 unless
+# something worse happened; any other failure makes rc 1.
+account() {
+	if [ "$1" = 1 ] && [ $rc = 0 ]; then
+		rc=3
+	elif [ "$1" != 0 ] && [ "$1" != 1 ]; then
+		echo "guest-bench: $2 exited with status $1" >&2
+		rc=1
+	fi
+}
+
 # The TCMalloc model, both modes: every cell with both CPUs online but
 # preempt, which runs alone on CPU 0 as the preempt benchmark does.
 tcmalloc() {
@@ -74,12 +86,7 @@ tcmalloc() {
 				${TCM_EXTRA:-} "$cells" >> tcmodel.json 2>> tcmodel.log
 			st=$?
 			[ "$cells" = preempt ] && cpus_online 1
-			if [ $st = 1 ] && [ $rc = 0 ]; then
-				rc=3
-			elif [ $st != 0 ] && [ $st != 1 ]; then
-				echo "guest-bench: tcmodel --mode $m $cells exited with status $st" >&2
-				rc=1
-			fi
+			account $st "tcmodel --mode $m $cells"
 		done
 	done
 }
@@ -121,13 +128,7 @@ for word in $order; do
 			--seed "$seed" ${EXTRA:-} "$b" >> opbench.json 2>> opbench.log
 		st=$?
 		[ "$b" = preempt ] && cpus_online 1
-		# 1: a gate failed (recorded; the analysis drops those cells).
-		if [ $st = 1 ] && [ $rc = 0 ]; then
-			rc=3
-		elif [ $st != 0 ] && [ $st != 1 ]; then
-			echo "guest-bench: opbench $b exited with status $st" >&2
-			rc=1
-		fi
+		account $st "opbench $b"
 	done
 done
 

@@ -6,16 +6,17 @@
         the interrupt and exception entry points the plugin needs: every
         asm_exc_* and asm_sysvec_* symbol, and the external-interrupt stubs
         (irq_entries_start, 8 bytes apart, and the spurious ones).
-    insnprof.py fold PROFILE --map SYSTEM_MAP [--binary OPBENCH]
-        the plugin's profile, symbolised: folded stacks with names (kernel
-        frames end in _[k], for flamegraph.py), on stdout.
-    insnprof.py check PROFILE OPBENCH_JSON --map SYSTEM_MAP [--binary B]
-        the plugin's total against the TSC's (opbench --mark's mark_ticks),
-        the walks, and rseq_ops_apply's instructions per walk.
-    insnprof.py table PROFILE --map SYSTEM_MAP [--binary OPBENCH]
-        [--per N] [--top K]
-        instructions per function (self, and inclusive), divided by N (the
-        walks in the profiled windows), and the plugin's counters.
+    insnprof.py analyse PROFILE OPBENCH_JSON --map SYSTEM_MAP
+        [--binary OPBENCH] --dir DIR [--top K]
+        the plugin's profile, symbolised once, into DIR:
+          insn.folded  folded stacks with names (kernel frames end in _[k],
+                       for flamegraph.py)
+          check.txt    the plugin's total against the TSC's (opbench
+                       --mark's mark_ticks), the walks, and
+                       rseq_ops_apply's instructions per call and per walk
+          table.txt    instructions per function (self, and inclusive) per
+                       walk, and the plugin's counters
+        check.txt is also printed.
 
 Kernel addresses are named from System.map (the function containing the
 address; boot the guest with nokaslr). User addresses are named from the
@@ -25,6 +26,7 @@ and the marker's offset in the binary gives the load base.
 import argparse
 import bisect
 import collections
+import os
 import re
 import subprocess
 import sys
@@ -196,8 +198,8 @@ def function_cost(out, entered, func):
     return insns, calls
 
 
-def table(path, map_path, binary, per, top):
-    out, counts = fold(path, map_path, binary)
+def table(out, counts, per, top=30):
+    """Instructions per function, self and inclusive, per walk."""
     total = sum(out.values())
     what = "walk"
     if per <= 0:
@@ -222,17 +224,17 @@ def table(path, map_path, binary, per, top):
     return "\n".join(lines) + "\n"
 
 
-def check(path, records, map_path, binary):
+def walks_of(samples):
+    """The walks opbench's timed samples declared: loops x walks per loop."""
+    return sum(r["loops"] * r["walks_per_loop"] for r in samples)
+
+
+def check(out, entered, counts, samples):
     """The plugin's total against the TSC's over the same windows (under
     icount with one vCPU they count the same instructions), and the walker's
     instructions per walk."""
-    import json
-    entered = collections.Counter()
-    out, counts = fold(path, map_path, binary, entered)
-    recs = [json.loads(x) for x in open(records) if x.strip()]
-    samples = [r for r in recs if r.get("kind") == "sample"]
     ticks = sum(r.get("mark_ticks", 0) for r in samples)
-    walks = sum(r["loops"] * r["walks_per_loop"] for r in samples)
+    walks = walks_of(samples)
     insns = sum(int(c["insns"]) for c in counts)
     windows = sum(int(c["windows"]) for c in counts)
     walker, calls = function_cost(out, entered, "rseq_ops_apply_[k]")
@@ -256,32 +258,44 @@ def check(path, records, map_path, binary):
     return "\n".join(lines) + "\n"
 
 
+def analyse(profile, records, map_path, binary, outdir, top=30):
+    """Symbolise the profile once and write insn.folded, check.txt and
+    table.txt (per walk: opbench's own count, from the same records)."""
+    import json
+    entered = collections.Counter()
+    out, counts = fold(profile, map_path, binary, entered)
+    with open(records) as f:
+        samples = [r for r in (json.loads(x) for x in f if x.strip())
+                   if r.get("kind") == "sample"]
+    with open(os.path.join(outdir, "insn.folded"), "w") as f:
+        for s, n in sorted(out.items()):
+            f.write("%s %d\n" % (s, n))
+    text = check(out, entered, counts, samples)
+    with open(os.path.join(outdir, "check.txt"), "w") as f:
+        f.write(text)
+    with open(os.path.join(outdir, "table.txt"), "w") as f:
+        f.write(table(out, counts, walks_of(samples), top))
+    return text
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     sub = ap.add_subparsers(dest="cmd", required=True)
     e = sub.add_parser("entries")
     e.add_argument("map")
-    for c in ("fold", "table", "check"):
-        p = sub.add_parser(c)
-        p.add_argument("profile")
-        if c == "check":
-            p.add_argument("records", help="opbench.json of the same boot")
-        p.add_argument("--map", required=True)
-        p.add_argument("--binary")
-        if c == "table":
-            p.add_argument("--per", type=float, default=1.0)
-            p.add_argument("--top", type=int, default=30)
+    p = sub.add_parser("analyse")
+    p.add_argument("profile")
+    p.add_argument("records", help="opbench.json of the same boot")
+    p.add_argument("--map", required=True)
+    p.add_argument("--binary")
+    p.add_argument("--dir", required=True, help="where the three files go")
+    p.add_argument("--top", type=int, default=30)
     a = ap.parse_args()
     if a.cmd == "entries":
         sys.stdout.write(entries(a.map))
-    elif a.cmd == "fold":
-        out, _ = fold(a.profile, a.map, a.binary)
-        for s, n in sorted(out.items()):
-            print("%s %d" % (s, n))
-    elif a.cmd == "check":
-        sys.stdout.write(check(a.profile, a.records, a.map, a.binary))
     else:
-        sys.stdout.write(table(a.profile, a.map, a.binary, a.per, a.top))
+        sys.stdout.write(analyse(a.profile, a.records, a.map, a.binary,
+                                 a.dir, a.top))
 
 
 if __name__ == "__main__":

@@ -129,11 +129,8 @@ insnboot() {
 	echo "boot_seconds=$(( $(date +%s) - t ))" > "$d/timing.txt"
 	[ $rc = 0 ] || { log "[$fl] guest failed with status $rc: see $d/console.log"; return $rc; }
 	[ -s "$d/insnprof.txt" ] || die "[$fl] the plugin wrote no profile: see $d/console.log"
-	/usr/bin/python3 "$tdir/insnprof.py" fold "$d/insnprof.txt" --map "$kdir/System.map" \
-		--binary "$out/bin/opbench" > "$d/insn.folded"
-	/usr/bin/python3 "$tdir/insnprof.py" check "$d/insnprof.txt" "$d/opbench.json" \
-		--map "$kdir/System.map" --binary "$out/bin/opbench" > "$d/check.txt"
-	cat "$d/check.txt" >&2
+	/usr/bin/python3 "$tdir/insnprof.py" analyse "$d/insnprof.txt" "$d/opbench.json" \
+		--map "$kdir/System.map" --binary "$out/bin/opbench" --dir "$d" >&2
 	grep -qx 'consistent=yes' "$d/check.txt" ||
 		die "[$fl] the profile's windows do not match opbench's samples (or one stayed open): $d/check.txt"
 }
@@ -144,10 +141,7 @@ insn)
 	make -s -C "$tdir/insnprof" O="$out/bin" QEMU_PLUGIN_H="$qh" "$out/bin/insnprof.so" ||
 		die "cannot build the plugin tracing/insnprof"
 	insnboot "$flavour" "$ops" "$out/$flavour-$ops"
-	cp "$out/$flavour-$ops/check.txt" "$out/check.txt"
-	/usr/bin/python3 "$tdir/insnprof.py" table "$out/$flavour-$ops/insnprof.txt" \
-		--map "$(kernel_dir "$flavour")/System.map" --binary "$out/bin/opbench" \
-		--per "$(sed -n 's/^walks=//p' "$out/check.txt")" > "$out/table.txt"
+	cp "$out/$flavour-$ops/check.txt" "$out/$flavour-$ops/table.txt" "$out/"
 	"$tdir/flamegraph.py" "$out/$flavour-$ops/insn.folded" --unit instructions \
 		--title "$bench, $ops operations, $flavour kernel: instructions" \
 		--subtitle "every guest instruction of the timed samples, counted by the QEMU plugin tracing/insnprof (icount, one vCPU), interrupts off included" \

@@ -61,16 +61,28 @@ static uint32_t top_node(const struct sp_cpu *c)
 	return c->depth ? c->stack[c->depth - 1].node : 0;
 }
 
-static void push(struct sp_cpu *c, uint64_t func, uint64_t ret, bool async)
+/* The next free frame; a stack too deep to be real starts again from the root. */
+static struct sp_frame *next_frame(struct sp_cpu *c)
 {
-	struct sp_frame *f;
-
 	if (c->depth == SP_DEPTH) {
-		/* Too deep to be real: start again from the window's root. */
 		c->c.overflows++;
 		c->depth = 0;
 	}
-	f = &c->stack[c->depth];
+	return &c->stack[c->depth];
+}
+
+/* Back in user space: no kernel frame is left. */
+static void drop_kernel_frames(struct sp_cpu *c)
+{
+	while (c->depth &&
+	       c->tree->n[c->stack[c->depth - 1].node].func >= SP_KERNEL_BASE)
+		c->depth--;
+}
+
+static void push(struct sp_cpu *c, uint64_t func, uint64_t ret, bool async)
+{
+	struct sp_frame *f = next_frame(c);
+
 	f->node = child_of(c->tree, top_node(c), func);
 	c->tree->n[f->node].entered++;
 	f->ret = ret;
@@ -84,11 +96,8 @@ static void push_local(struct sp_cpu *c, uint64_t ret)
 {
 	uint32_t node = top_node(c);
 
-	if (c->depth == SP_DEPTH) {
-		c->c.overflows++;
-		c->depth = 0;
-	}
-	c->stack[c->depth++] = (struct sp_frame){ .node = node, .ret = ret };
+	*next_frame(c) = (struct sp_frame){ .node = node, .ret = ret };
+	c->depth++;
 }
 
 static bool is_entry(const struct sp_cpu *c, uint64_t pc)
@@ -151,11 +160,8 @@ static void do_iret(struct sp_cpu *c, uint64_t pc)
 		c->pending_pc = c->stack[i].saved_pc;
 		c->depth = i;
 	}
-	if (pc < SP_KERNEL_BASE) {
-		while (c->depth &&
-		       c->tree->n[c->stack[c->depth - 1].node].func >= SP_KERNEL_BASE)
-			c->depth--;
-	}
+	if (pc < SP_KERNEL_BASE)
+		drop_kernel_frames(c);
 }
 
 /* Apply the transfer of the previous instruction, now that its target is known. */
@@ -198,9 +204,7 @@ static void apply(struct sp_cpu *c, enum sp_kind p, uint64_t pc)
 		break;
 	case SP_SYSRET:
 		c->c.sysrets++;
-		while (c->depth &&
-		       c->tree->n[c->stack[c->depth - 1].node].func >= SP_KERNEL_BASE)
-			c->depth--;
+		drop_kernel_frames(c);
 		break;
 	default:
 		break;
