@@ -11,7 +11,7 @@ at 800 pixels wide, and titled with kernel, flavours and accelerator:
     residuals.{png,svg}     what the straight line a + b x N leaves, per N
     sweep-<bench>.{png,svg} figure against N, one line per flavour
     tcmalloc-events.{png,svg}  the TCMalloc model: cost per event, legacy
-                            against operations (analysis/tcmalloc_model.py)
+                            against operations (tcmalloc_model.py's figures)
 Every figure is the analysis' own (boot-level) number: the plots, the
 report and the notebook show the same values.
 """
@@ -23,7 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-import tcmalloc_model  # noqa: E402
+import tcmalloc_model as tm  # noqa: E402
 
 DPI = 100
 SIZE = (8, 5)		# 800 x 500 pixels at DPI
@@ -242,6 +242,59 @@ def residuals(a, run, outdir):
     return save(fig, outdir, "residuals")
 
 
+def tcmalloc_events(t, a, run, outdir):
+    """Cost per event, legacy against ops, with intervals: one panel per
+    flavour, bars per event, and ops less legacy (paired) written over
+    each pair."""
+    evs = [e for e in t["events"] if e["quoted"] and e["what"] != "syscall"]
+    if not evs:
+        return []
+    fls = [f for f in t["flavours"] if any(e["flavour"] == f for e in evs)]
+    fig, axes = plt.subplots(1, len(fls), figsize=(8, 5), squeeze=False,
+                             sharey=True)
+    for ax, fl in zip(axes[0], fls):
+        names = [w for w in tm.EVENTS
+                 if any(e["what"] == w and e["flavour"] == fl for e in evs)]
+        x = np.arange(len(names))
+        for i, mode in enumerate(tm.MODES):
+            vals, lo, hi = [], [], []
+            for w in names:
+                e = next((e for e in evs if e["what"] == w and e["mode"] == mode
+                          and e["flavour"] == fl), None)
+                v = e["cost"] if e else np.nan
+                vals.append(v)
+                c = e["ci"] if e and e["ci"] else [v, v]
+                lo.append(v - c[0])
+                hi.append(c[1] - v)
+            if all(np.isnan(vals)):
+                continue
+            ax.bar(x + (i - 0.5) * 0.4, vals, 0.4, yerr=[lo, hi], capsize=3,
+                   label=mode, color=tm.COLOURS[mode])
+        # The difference that matters, ops less legacy in the same boots,
+        # written over each pair of bars.
+        for j, w in enumerate(names):
+            d = next((m for m in t["modes"] if m["what"] == w
+                      and m["flavour"] == fl), None)
+            top = max((e["ci"][1] for e in evs if e["what"] == w
+                       and e["flavour"] == fl and e["ci"]), default=None)
+            if d and d["diff"] is not None and top is not None:
+                ax.annotate("ops %+.0f" % d["diff"], (x[j], top),
+                            textcoords="offset points", xytext=(0, 4),
+                            ha="center", fontsize=8)
+        ax.set_xticks(x)
+        ax.set_xticklabels(names, rotation=30)
+        ax.set_title("%s kernel" % fl)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("%s per event, beyond one pair" % a["unit"])
+    for ax in axes[0]:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend()
+    fig.suptitle(title(a, run, "TCMalloc model: cost per event, legacy "
+                       "against operations (95% CI)"), fontsize=9)
+    fig.tight_layout()
+    return save(fig, outdir, "tcmalloc-events")
+
+
 def plot_all(a, run, outdir):
     os.makedirs(outdir, exist_ok=True)
     paths = []
@@ -253,6 +306,5 @@ def plot_all(a, run, outdir):
         if len({c["nr_ops"] for c in g["cells"]}) > 1:
             paths += sweep(a, run, outdir, g)
     if a.get("tcmalloc"):
-        paths += tcmalloc_model.plot(a["tcmalloc"], a, run, outdir, save,
-                                     title)
+        paths += tcmalloc_events(a["tcmalloc"], a, run, outdir)
     return paths

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """tcmalloc_model - legacy against operations: the TCMalloc model's records
-(boot-*/tcmodel.json, microbench/tcmodel.c), its section of the report and
-its plot.
+(boot-*/tcmodel.json, microbench/tcmodel.c) and their statistics.
+opbench_report renders its section (tcmalloc_lines), opbench_plots its plot
+(tcmalloc_events).
 
 A cell is (what, mode, flavour). Each sample record carries the median of
 its iterations in TSC ticks and the gate's counts (events, recoveries,
@@ -18,44 +19,19 @@ opbench_data.analyse) for the system-wide table.
 import collections
 import json
 import os
-import textwrap
 
 import numpy as np
 
 import opbench_stats as st
 
-WIDTH = 72
-RULE = "-" * WIDTH
 MODES = ("legacy", "ops")
 # The cells that time one event (or none, syscall) followed by one pair.
 EVENTS = ("recovery", "syscall", "signal", "fence", "preempt", "migrate")
-EVENT_TEXT = {
-    "recovery": "word invalidated by hand (the kernel's store, from user "
-                "space): the recovery alone",
-    "syscall": "getppid(): no event, nothing to invalidate",
-    "signal": "raise(), empty handler",
-    "fence": "membarrier RSEQ fence of the thread's own CPU",
-    "preempt": "preemption by a SCHED_FIFO waker (its run included)",
-    "migrate": "sched_setaffinity() to the other CPU",
-}
 ICOUNT_NOT_QUOTED = {
     "migrate": "under icount the TSC counts both vCPUs' instructions",
 }
 ROUND_TRIPS = ("syscall", "switch", "signal")
 COLOURS = {"legacy": "tab:orange", "ops": "tab:blue"}
-
-
-def _num(x, signed=False):
-    if x is None:
-        return "-"
-    s = "%.1f" % x if abs(x) < 1e4 else "%.0f" % x
-    return ("+" + s) if signed and not s.startswith("-") else s
-
-
-def _ci(c):
-    if not c or c[0] is None:
-        return "[no interval]"
-    return "[%s, %s]" % (_num(c[0], True), _num(c[1], True))
 
 
 def load(run):
@@ -213,162 +189,3 @@ def round_trips(a):
                                         "verdict": d["verdict"]}
             rows.append(row)
     return rows
-
-
-def _wrap(text, indent="  "):
-    return textwrap.wrap(text, WIDTH, initial_indent=indent,
-                         subsequent_indent=indent)
-
-
-def report_lines(t, a):
-    """The report's section "legacy against operations"."""
-    unit = a["unit"]
-    icount = a["accel"] == "icount"
-    lines = [RULE, "Legacy against operations: a TCMalloc model "
-             "(microbench/tcmodel.c)", ""]
-    lines += textwrap.wrap(
-        "legacy: the model's own 32-byte rseq area, glibc's registration "
-        "off, the cached slab word's upper half is cpu_id_start. ops: "
-        "glibc's v2 area kept, one RSEQ_OP_RESET (NULL source, 8 bytes) "
-        "clears the word. Figures: %s per iteration, mean of per-boot "
-        "medians, 95%% CI over boots.%s" % (
-            unit, " Instructions, not time." if icount else ""), WIDTH)
-    cell = {(c["what"], c["mode"], c["flavour"]): c for c in t["cells"]}
-    for fl in t["flavours"]:
-        lines += ["", "%s kernel" % fl]
-        p = {m: cell.get(("pair", m, fl)) for m in MODES}
-        lines.append("  allocation+free pair, steady state: %s" % ", ".join(
-            "%s %s" % (m, _num(p[m]["value"]) if p[m] else "n/a")
-            for m in MODES))
-        evs = [e for e in t["events"] if e["flavour"] == fl]
-        if evs:
-            lines.append("  per event, beyond the pair (its recovery "
-                         "included):")
-            lines.append("    %-9s %-8s %9s  %s" % ("event", "mode", "cost",
-                                                  "95% CI"))
-            for e in sorted(evs, key=lambda e: (EVENTS.index(e["what"]),
-                                                e["mode"])):
-                lines.append(("    %-9s %-8s %9s  %-20s%s" % (
-                    e["what"], e["mode"], _num(e["cost"], True),
-                    _ci(e["ci"]), "" if e["quoted"] else
-                    "  (not quoted)")).rstrip())
-        mods = [x for x in t["modes"] if x["flavour"] == fl]
-        if mods:
-            lines.append("  ops against legacy, same boots (ops - legacy):")
-            for x in mods:
-                lines.append(("    %-9s %9s  %-20s %s" % (
-                    x["what"], _num(x["diff"], True), _ci(x["ci"]),
-                    ("*" if x["verdict"] == "difference" else "") if
-                    x["quoted"] else "  (not quoted)")).rstrip())
-        for g in t["getcpu"]:
-            if g["flavour"] == fl:
-                lines += _wrap("glibc's sched_getcpu(): %s through its rseq "
-                               "area, %s with its registration off (the "
-                               "fallback); rseq saves %s %s per call." % (
-                                   _num(g["rseq"]), _num(g["fallback"]),
-                                   _num(-g["diff"]), _ci(
-                                       [-g["ci"][1], -g["ci"][0]]
-                                       if g["ci"] else None)))
-        na = [u for u in t["unsupported"] if u["flavour"] == fl]
-        modes_na = sorted({(u["mode"], u["why"]) for u in na})
-        for m, why in modes_na:
-            lines += _wrap("%s mode n/a here: %s" % (m, why))
-    lines += ["", "Gate (every cell; stale uses must be 0)"]
-    lines.append("  %-8s %-7s %-8s %8s %11s %6s" % (
-        "flavour", "mode", "cell", "events", "recoveries", "stale"))
-    order = list(EVENTS) + ["pair", "getcpu", "remote"]
-    for g in sorted(t["gates"], key=lambda g: (
-            t["flavours"].index(g["flavour"]) if g["flavour"] in
-            t["flavours"] else 99, g["mode"],
-            order.index(g["what"]) if g["what"] in order else 99)):
-        lines.append("  %-8s %-7s %-8s %8d %11d %6d %s" % (
-            g["flavour"][:8], g["mode"], g["what"], g["events"],
-            g["recoveries"], g["stale"], "ok" if g["valid"] else "FAILED"))
-    lines += _wrap("remote is a gate only: a drainer on the other CPU stops "
-                   "the worker's CPU and fences it, TCMalloc's cross-CPU "
-                   "drain. Only its stale count proves anything: the slow "
-                   "path uncaches the word while the CPU is stopped. "
-                   "preempt's events are the preemptions the worker saw.")
-    excl = sorted({e["what"] for e in t["events"] if not e["quoted"]})
-    for w in excl:
-        lines += _wrap("%s is not quoted: %s." % (w, ICOUNT_NOT_QUOTED[w]))
-    if t["invalid"]:
-        lines.append("  Invalid (dropped in every boot):")
-        for x in t["invalid"]:
-            lines += _wrap("%s %s %s boot %d sample %d: %s" % (
-                x["what"], x["mode"], x["flavour"], x["boot"], x["sample"],
-                x["why"]), "    ")
-    rt = t["round_trips"]
-    if rt:
-        lines += ["", "Round trips by registration: legacy 32-byte area "
-                  "against glibc's v2", "area with 0 and 1 operation "
-                  "(%s per loop; diff against legacy)" % unit]
-        lines.append("  %-8s %-8s %9s %20s %20s" % (
-            "bench", "flavour", "legacy", "glibc N=0", "glibc N=1"))
-        for r in rt:
-            cols = []
-            for n in ("0", "1"):
-                g = r["glibc"].get(n)
-                cols.append("%s %s" % (_num(g["diff"], True),
-                                       "*" if g["verdict"] == "difference"
-                                       else " ") if g else "n/a")
-            lines.append(("  %-8s %-8s %9s %20s %20s" % (
-                r["bench"], r["flavour"][:8], _num(r["legacy"]), cols[0],
-                cols[1])).rstrip())
-        lines += _wrap("* difference at 95% confidence (paired over boots). "
-                       "The intervals are in analysis.json.")
-    return lines
-
-
-def plot(t, a, run, outdir, save, title):
-    """Cost per event, legacy against ops, with intervals: one panel per
-    flavour, bars per event, and ops less legacy (paired) written over
-    each pair."""
-    import matplotlib.pyplot as plt
-    evs = [e for e in t["events"] if e["quoted"] and e["what"] != "syscall"]
-    if not evs:
-        return []
-    fls = [f for f in t["flavours"] if any(e["flavour"] == f for e in evs)]
-    fig, axes = plt.subplots(1, len(fls), figsize=(8, 5), squeeze=False,
-                             sharey=True)
-    for ax, fl in zip(axes[0], fls):
-        names = [w for w in EVENTS if any(e["what"] == w and e["flavour"] == fl
-                                          for e in evs)]
-        x = np.arange(len(names))
-        for i, mode in enumerate(MODES):
-            vals, lo, hi = [], [], []
-            for w in names:
-                e = next((e for e in evs if e["what"] == w and e["mode"] == mode
-                          and e["flavour"] == fl), None)
-                v = e["cost"] if e else np.nan
-                vals.append(v)
-                c = e["ci"] if e and e["ci"] else [v, v]
-                lo.append(v - c[0])
-                hi.append(c[1] - v)
-            if all(np.isnan(vals)):
-                continue
-            ax.bar(x + (i - 0.5) * 0.4, vals, 0.4, yerr=[lo, hi], capsize=3,
-                   label=mode, color=COLOURS[mode])
-        # The difference that matters, ops less legacy in the same boots,
-        # written over each pair of bars.
-        for j, w in enumerate(names):
-            d = next((m for m in t["modes"] if m["what"] == w
-                      and m["flavour"] == fl), None)
-            top = max((e["ci"][1] for e in evs if e["what"] == w
-                       and e["flavour"] == fl and e["ci"]), default=None)
-            if d and d["diff"] is not None and top is not None:
-                ax.annotate("ops %+.0f" % d["diff"], (x[j], top),
-                            textcoords="offset points", xytext=(0, 4),
-                            ha="center", fontsize=8)
-        ax.set_xticks(x)
-        ax.set_xticklabels(names, rotation=30)
-        ax.set_title("%s kernel" % fl)
-        ax.grid(axis="y", alpha=0.3)
-    axes[0][0].set_ylabel("%s per event, beyond one pair" % a["unit"])
-    for ax in axes[0]:
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend()
-    fig.suptitle(title(a, run, "TCMalloc model: cost per event, legacy "
-                       "against operations (95% CI)"), fontsize=9)
-    fig.tight_layout()
-    return save(fig, outdir, "tcmalloc-events")
