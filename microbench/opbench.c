@@ -54,6 +54,8 @@ static const struct bench benches[] = {
 	  EXPECT_ALWAYS, OP_NULL, bench_signal },
 	{ "migrate", "sched_setaffinity() bounce between two CPUs", 2,
 	  EXPECT_ALWAYS, OP_CPU, bench_migrate },
+	{ "register", "prctl() registering one more operation and unregistering it", 0,
+	  EXPECT_NONE, OP_NULL, bench_register },
 };
 
 #define NR_BENCHES	(int)(sizeof(benches) / sizeof(benches[0]))

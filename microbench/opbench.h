@@ -232,5 +232,6 @@ int bench_switch(struct bench_ctx *ctx);
 int bench_preempt(struct bench_ctx *ctx);
 int bench_signal(struct bench_ctx *ctx);
 int bench_migrate(struct bench_ctx *ctx);
+int bench_register(struct bench_ctx *ctx);
 
 #endif /* OPBENCH_H */

@@ -49,7 +49,8 @@ def test_list_names_every_benchmark(opbench):
     r = run(opbench, "--list")
     assert r.returncode == 0
     names = [l.split()[0] for l in r.stdout.splitlines()]
-    assert names == ["syscall", "switch", "preempt", "signal", "migrate"]
+    assert names == ["syscall", "switch", "preempt", "signal", "migrate",
+                     "register"]
 
 
 def test_list_gives_each_benchmarks_default_type(opbench):
@@ -57,7 +58,20 @@ def test_list_gives_each_benchmarks_default_type(opbench):
     rows = [l.split() for l in run(opbench, "--list").stdout.splitlines()]
     types = {r[0]: r[1] for r in rows}
     assert types == {"syscall": "null", "switch": "null", "preempt": "null",
-                     "signal": "null", "migrate": "cpu"}
+                     "signal": "null", "migrate": "cpu", "register": "null"}
+
+
+def test_register_says_what_it_cannot_do(opbench):
+    """register: on a kernel without operations (this host's) an
+    "unsupported" record that names the kernel, status 0; at N = 2048 the
+    list is full, whatever the kernel, and the record says so."""
+    r = run(opbench, "-n", "0,2048", "-l", "10", "-s", "1", "register")
+    assert r.returncode == 0, r.stderr
+    recs = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
+    uns = {x["nr_ops"]: x for x in recs if x["kind"] == "unsupported"}
+    assert "list is full" in uns[2048]["why"]
+    if "kernel without RSEQ operations" in uns.get(0, {}).get("why", ""):
+        assert not [x for x in recs if x["kind"] == "sample"]
 
 
 @pytest.mark.parametrize("args,msg", [
@@ -168,11 +182,12 @@ def test_gate_passes_on_ops(guest_opbench, flavours, image, tmp_path):
                     "-l", "200", "-s", "2", "-w", "1", "all", accel="icount")
     assert r.returncode == 0, r.stderr + r.stdout
     gates = [x for x in recs if x["kind"] == "gate"]
-    assert len(gates) == 12      # syscall has two checks; 2 x (4 + 2)
+    # syscall has two checks and register four: 2 x (4 + 2 + 4)
+    assert len(gates) == 20
     bad = [g for g in gates if not g["valid"]]
     assert not bad, bad
     assert {s["bench"] for s in recs if s["kind"] == "sample"} == {
-        "syscall", "switch", "signal", "migrate"}
+        "syscall", "switch", "signal", "migrate", "register"}
     assert {s["bench"] for s in recs if s["kind"] == "gaps"} == {"preempt"}
     assert all(s["valid"] for s in recs if s["kind"] == "sample")
     assert all(s["flavour"] == "ops" for s in recs)
@@ -186,9 +201,11 @@ def test_gate_fails_without_registration(guest_opbench, flavours, image,
     assert r.returncode == 1, r.stderr + r.stdout
     gates = {(g["bench"], g["check"]): g["valid"] for g in recs
              if g["kind"] == "gate"}
-    # Nothing registered: every check that expects a reset fails; the one
-    # that expects none still holds.
+    # Nothing registered: every check that expects a reset fails; the ones
+    # that expect none still hold.
     assert gates.pop(("syscall", "no-walk-without-schedule")) is True
+    assert gates.pop(("register", "timed-node-pristine")) is True
+    assert gates.pop(("register", "unregistered-node-not-applied")) is True
     assert gates and not any(gates.values()), gates
 
 

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bench-register.c - the prctl() round trip that registers one operation
+ * and unregisters it again.
+ *
+ * N is the number of operations the thread holds through the cell; each
+ * iteration registers one more node (the cell's type, in front of the list)
+ * and unregisters it. This is the price of the work a design does at
+ * registration: the walker series links the node and, at unregistration,
+ * finds it on the user list; the kernel-resident variant also checks and
+ * copies the node, and allocates (N = 0: every iteration allocates and
+ * frees its array). Neither call schedules, so no walk runs: the watched
+ * words of the N operations must stay armed, as in the syscall benchmark.
+ * At N = RSEQ_OP_LIST_LIMIT no node can be added: the cell says so.
+ *
+ * The gate: the timed node is pristine after the loop; a poll() that sleeps
+ * resets the N operations and leaves the unregistered node's word alone;
+ * registered once more, the node's word is reset by the next sleep.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "opbench.h"
+
+/* The node registered in every iteration, and its destination. */
+static struct ob_rseq_op_reset_with_stride timed __attribute__((aligned(64)));
+static uint64_t timed_words[STRIDE_SLOTS] __attribute__((aligned(64)));
+
+static int op_prctl(int cmd)
+{
+	return prctl(OB_PR_RSEQ_OP, cmd, (unsigned long)&timed, 0, 0) ? -errno : 0;
+}
+
+/* A node of the cell's type, as reg.c makes them, writing timed_words. */
+static void timed_init(enum op_type type)
+{
+	struct ob_rseq_op_reset *r = (void *)&timed;
+	static uint64_t src = MARK ^ 0x5555;
+
+	memset(&timed, 0, sizeof(timed));
+	switch (type) {
+	case OP_CPU:
+	case OP_MMCID:
+		timed.node.type = type == OP_CPU ? OB_RSEQ_OP_RESET_WITH_STRIDE_CPUID :
+				  OB_RSEQ_OP_RESET_WITH_STRIDE_MMCID;
+		timed.dst = (uintptr_t)timed_words;
+		timed.dst_stride = sizeof(timed_words[0]);
+		timed.len = 8;
+		break;
+	default:
+		r->node.type = OB_RSEQ_OP_RESET;
+		r->dst = (uintptr_t)timed_words;
+		r->src = type == OP_NULL ? 0 : (uintptr_t)&src;
+		r->len = type == OP_RESET4 ? 4 : 8;
+		break;
+	}
+}
+
+static void timed_arm(void)
+{
+	for (int i = 0; i < STRIDE_SLOTS; i++)
+		timed_words[i] = MARK;
+}
+
+static bool timed_written(void)
+{
+	for (int i = 0; i < STRIDE_SLOTS; i++)
+		if (__atomic_load_n(&timed_words[i], __ATOMIC_RELAXED) != MARK)
+			return true;
+	return false;
+}
+
+int bench_register(struct bench_ctx *ctx)
+{
+	struct thread_ops to;
+	struct watch w = { };
+	struct iters it;
+	bool valid = true;
+	int n = ctx->nr_ops, ret;
+	long seen;
+
+	if (n >= OB_RSEQ_OP_LIST_LIMIT) {
+		emit_unsupported(ctx, -ENOSPC, "the list is full: no node can be added to it");
+		return 0;
+	}
+	if (pin_or_complain(ctx, ctx->cpu))
+		return 1;
+	ret = thread_setup(ctx, &to);
+	if (ret)
+		return ret < 0;
+	timed_init(ctx->type);
+	ret = ctx->no_ops ? 0 : op_prctl(OB_PR_RSEQ_OP_REGISTER);
+	if (!ret && !ctx->no_ops)
+		ret = op_prctl(OB_PR_RSEQ_OP_UNREGISTER);
+	if (ret) {
+		emit_unsupported(ctx, ret, ops_refusal(ret, to.area));
+		ops_unregister(&to);
+		return 0;
+	}
+	if (iters_alloc(&it, ctx->loops)) {
+		ops_unregister(&to);
+		return 1;
+	}
+	watch_ops(&w, &to, ops_slot(&to, ctx->cpu));
+	it.full = watch_full(&w);
+
+	for (int s = -ctx->warmup; s < ctx->samples && valid; s++) {
+		sample_start(ctx);
+		for (long i = 0; i < ctx->loops; i++) {
+			uint64_t t0;
+
+			watch_arm(&w);
+			t0 = tsc_now();
+			if (!ctx->no_ops) {
+				ret = op_prctl(OB_PR_RSEQ_OP_REGISTER);
+				ret = ret ?: op_prctl(OB_PR_RSEQ_OP_UNREGISTER);
+			}
+			it.dt[i & it.mask] = tsc_now() - t0;
+			it.bits[i & it.mask] = watch_read(&w);
+			if (ret) {
+				fprintf(stderr, "opbench: register N=%d: prctl failed in iteration %ld: %s\n",
+					n, i, strerror(-ret));
+				valid = false;
+				break;
+			}
+		}
+		if (s >= 0 && valid)
+			valid &= emit_sample(ctx, s, &it, "register+unregister", 0);
+	}
+	iters_free(&it);
+
+	/* Unregistered, the node is pristine again and is not applied. */
+	emit_gate(ctx, "timed-node-pristine", 0, (long)(timed.node.next | timed.node.prev) != 0,
+		  !timed.node.next && !timed.node.prev, "links after the last unregistration");
+	valid &= !timed.node.next && !timed.node.prev;
+	ops_arm(&to);
+	timed_arm();
+	poll(NULL, 0, 1);
+	seen = ops_count_exact(&to, ops_slot(&to, ctx->cpu));
+	emit_gate(ctx, "held-operations-walk", n, seen, seen == n,
+		  "poll() sleeping 1 ms, timed node unregistered");
+	valid &= seen == n;
+	emit_gate(ctx, "unregistered-node-not-applied", 0, timed_written(), !timed_written(),
+		  "the timed node's words after that sleep");
+	valid &= !timed_written();
+	/* Registered once more, it is applied. */
+	timed_arm();
+	ret = ctx->no_ops ? -EINVAL : op_prctl(OB_PR_RSEQ_OP_REGISTER);
+	poll(NULL, 0, 1);
+	emit_gate(ctx, "registered-node-applied", 1, timed_written(), !ret && timed_written(),
+		  "the timed node registered again, poll() sleeping 1 ms");
+	valid &= !ret && timed_written();
+	if (!ret)
+		op_prctl(OB_PR_RSEQ_OP_UNREGISTER);
+	ops_unregister(&to);
+	return !valid;
+}
