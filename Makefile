@@ -18,6 +18,7 @@ TOOLCHAIN  ?= trixie
 FLAVOURS   ?= baseline ops
 PLAN       ?= default
 RFC_SERIES ?= ../shared/seeds
+RESIDENT_SERIES ?= kernel-patch/resident
 ROUNDS     ?= 50
 DURATION   ?= 600
 STRESS_KCONFIG ?= debug
@@ -32,9 +33,12 @@ SCRIPT     ?= rseq_ops_lat.bt
 PYTHON     := /usr/bin/python3
 V          ?= 0
 
-# The RFC as posted is the flavour "rfc" wherever flavours are named.
+# The RFC as posted is the flavour "rfc" wherever flavours are named, and
+# the kernel-resident variant (our series, then the patches that keep the
+# operations in the kernel) the flavour "resident".
 SERIES_rfc := $(abspath $(RFC_SERIES))
-export CACHE_DIR KVER KCONFIG TOOLCHAIN V SERIES_rfc
+SERIES_resident := $(abspath $(RESIDENT_SERIES))
+export CACHE_DIR KVER KCONFIG TOOLCHAIN V SERIES_rfc SERIES_resident
 
 # Old names, renamed because they collided: refuse them by name (and say
 # that one set in the environment is ignored).
@@ -71,13 +75,15 @@ TRACED = $(or $(FLAVOUR),$(TRACE_FLAVOUR))
 .PHONY: help deps buildroot source config kernels kernel test-kernels image \
 	vm-check boot-time test test-host selftests selftests-op differential \
 	check-series plan-check bench bench-kernels bench-walker report flamegraph trace \
+	test-resident \
 	trace-validate trace-overhead stress clean-cache cover-perf cover-letter
 
 help:
 	@echo 'rseq-opbench targets:'
 	@echo '  bench          everything for the benchmark plan PLAN: kernels, image,'
 	@echo '                 benchmarks, tracing, analysis, report'
-	@echo '  bench-walker   make bench PLAN=walker: our walker against the RFC as posted'
+	@echo '  bench-walker   make bench PLAN=walker: our walker, the kernel-resident variant'
+	@echo '                 and the RFC as posted, and their registration cost'
 	@echo '  bench-kernels  the kernels of PLAN (or FLAVOURS), as make bench builds them'
 	@echo '  plan-check     refuse an unknown PLAN before anything is built'
 	@echo '  report         analyse a run again: RESULTS=results/<run> [FORCE=1]'
@@ -102,7 +108,9 @@ help:
 	@echo '  stress         adversarial use of RSEQ operations on FLAVOUR (default ops),'
 	@echo '                 STRESS_KCONFIG kernel, DURATION seconds'
 	@echo '  selftests      every rseq selftest on ops in the guest (long: run_param_test)'
-	@echo '  selftests-op   rseq_op_test ROUNDS times in a row on ops'
+	@echo '  selftests-op   rseq_op_test ROUNDS times in a row on FLAVOUR (default ops)'
+	@echo '  test-resident  the kernel-resident variant: rseq_op_test ROUNDS times, then'
+	@echo '                 DURATION seconds of stress on its debug build'
 	@echo '  differential   rseq_op_test on ops and on the RFC as posted (RFC_SERIES)'
 	@echo '  flamegraph     perf flame graph of BENCH at OPS on FLAVOUR, diff against VS;'
 	@echo '                 MODE=instructions: every instruction, counted by a QEMU plugin'
@@ -122,8 +130,10 @@ help:
 	@echo '        LABEL names the run directory'
 	@echo '  FLAVOURS="$(FLAVOURS)"  flavours to build or boot (make bench: the plan'"'"'s):'
 	@echo '        baseline, ops, control (ops plus a planted bug), rfc (RFC_SERIES),'
+	@echo '        resident (RESIDENT_SERIES: the kernel-resident variant),'
 	@echo '        <name> (SERIES_<name>), any of them @host (TOOLCHAIN=host)'
-	@echo '  FLAVOUR=$(FLAVOUR)  one flavour: kernel, boot-time, stress, flamegraph, trace'
+	@echo '  FLAVOUR=$(FLAVOUR)  one flavour: kernel, boot-time, stress, selftests-op,'
+	@echo '        flamegraph, trace'
 	@echo '        (default TRACE_FLAVOUR=$(TRACE_FLAVOUR))'
 	@echo '  KCONFIG=$(KCONFIG)  kernel configuration: default (measurements) | debug'
 	@echo '  TOOLCHAIN=$(TOOLCHAIN)  trixie: gcc 14 in the build root, as Debian builds its'
@@ -131,6 +141,7 @@ help:
 	@echo '        off), for old-against-new comparisons only'
 	@echo '  SERIES=$(SERIES)  patch directory or mbox for make kernel'
 	@echo '  RFC_SERIES=$(RFC_SERIES)  the RFC as posted'
+	@echo '  RESIDENT_SERIES=$(RESIDENT_SERIES)  the kernel-resident variant'
 	@echo '  BENCH=$(BENCH)  benchmark traced (flamegraph: signal, MODE=instructions:'
 	@echo '        switch; trace: switch)'
 	@echo '  MODE=$(MODE)  flamegraph: perf (cpu-clock samples) or instructions (QEMU plugin)'
@@ -197,15 +208,21 @@ test: deps test-kernels image
 
 stress: source image
 	$(Q)KCONFIG=$(STRESS_KCONFIG) kernel-patch/scripts/kernels.sh $(or $(FLAVOUR),ops)
-	$(Q)STRESS_KCONFIG=$(STRESS_KCONFIG) correctness/stress.sh $(DURATION)
+	$(Q)FLAVOUR=$(or $(FLAVOUR),ops) STRESS_KCONFIG=$(STRESS_KCONFIG) correctness/stress.sh $(DURATION)
 
 selftests: source image
 	$(Q)kernel-patch/scripts/kernels.sh ops
 	$(Q)correctness/guest-selftests.sh ops full
 
 selftests-op: source image
-	$(Q)kernel-patch/scripts/kernels.sh ops
-	$(Q)correctness/guest-selftests.sh ops op $(ROUNDS)
+	$(Q)kernel-patch/scripts/kernels.sh $(or $(FLAVOUR),ops)
+	$(Q)correctness/guest-selftests.sh $(or $(FLAVOUR),ops) op $(ROUNDS)
+
+# The kernel-resident variant's acceptance: its selftests, then its debug
+# build under stress. Not part of make test: two more kernel builds.
+test-resident: source image
+	$(Q)$(MAKE) --no-print-directory selftests-op FLAVOUR=resident
+	$(Q)$(MAKE) --no-print-directory stress FLAVOUR=resident
 
 differential: source image
 	$(Q)test -d "$(RFC_SERIES)" || { echo 'differential: RFC_SERIES=$(RFC_SERIES) does not exist; point it at the RFC patches' >&2; exit 2; }

@@ -5,9 +5,10 @@
 # Usage: correctness/selftests-build.sh FLAVOUR DEST
 # Everything is built in the trixie build root, against the guest's glibc.
 # Builds tools/testing/selftests/rseq from FLAVOUR's worktree against
-# FLAVOUR's exported headers into DEST/, plus rseq_op_test from our series
-# (built standalone, so that it also runs against any flavour with the same
-# ABI, e.g. the RFC as posted), plus correctness/guest/rseq_op_preload.so
+# FLAVOUR's exported headers into DEST/, plus rseq_op_test from FLAVOUR's
+# tree, or from our series when FLAVOUR's has none (built standalone, so
+# that it also runs against any flavour with the same ABI, e.g. the RFC as
+# posted; the kernel-resident variant has its own, adapted), plus correctness/guest/rseq_op_preload.so
 # and correctness/guest/rfc_client (the RFC's uapi names, built against
 # FLAVOUR's headers).
 set -euo pipefail
@@ -18,9 +19,11 @@ flavour=${1:?usage: selftests-build.sh FLAVOUR DEST}
 dest=${2:?usage: selftests-build.sh FLAVOUR DEST}
 kdir=$(kernel_dir "$flavour")
 wt=$(kernel_tree "$flavour")
-# rseq_op_test comes from our series, also for a flavour whose series lacks
-# it (the RFC as posted): it is built against that flavour's headers.
-opswt=$(kernel_tree ops)
+# rseq_op_test comes from the flavour's tree, or from our series for a
+# flavour whose series lacks it (the RFC as posted): it is built against
+# that flavour's headers.
+opswt=$wt
+[ -f "$wt/tools/testing/selftests/rseq/rseq_op_test.c" ] || opswt=$(kernel_tree ops)
 st=$wt/tools/testing/selftests/rseq
 mkdir -p "$dest"
 dest=$(realpath "$dest")
@@ -35,7 +38,7 @@ targets=$(for p in $progs; do printf '%s/%s ' "$dest" "$p"; done)
 if in_buildroot --bind "$dest" make -s -C "$st" OUTPUT="$dest" KHDR_INCLUDES="-isystem $kdir/headers" \
 	$targets >"$dest/build.log" 2>&1; then
 	cp "$st"/run_*.sh "$st/settings" "$dest/"
-elif [ "$flavour" = ops ] || [ "$flavour" = baseline ]; then
+elif [ "$flavour" = ops ] || [ "$flavour" = baseline ] || [ "$flavour" = resident ]; then
 	tail -20 "$dest/build.log" >&2
 	die "rseq selftests failed to build; log: $dest/build.log"
 else

@@ -6,7 +6,8 @@
 # Env:   STRESS_KCONFIG (kernel configuration, default debug: KASAN, lockdep,
 #        lockup detectors), FLAVOUR (default ops), PARALLEL (victims at a
 #        time, default 4), SEED, SCENARIO (only that scenario; default
-#        all, drawn at random), RESULTS_ROOT (default results/)
+#        all, drawn at random), RESULTS_ROOT (default results/); FLAVOUR
+#        resident runs the scenarios with the variant's outcomes (-R)
 #
 # Boots FLAVOUR of STRESS_KCONFIG and runs correctness/stress/rseq_op_stress
 # for DURATION seconds (default 600). Passes only if every victim process
@@ -27,12 +28,18 @@ secs=${1:-${DURATION:-600}}
 export KCONFIG=${STRESS_KCONFIG:-debug}
 flavour=${FLAVOUR:-ops}
 par=${PARALLEL:-4}
+# The kernel-resident variant checks and copies nodes at registration:
+# writes to registered nodes are ignored there, not fatal (rseq_op_stress -R).
+semantics=
+[ "$flavour" = resident ] && semantics=-R
 if [ -n "${SCENARIO:-}" ]; then
 	[[ "$SCENARIO" =~ ^[a-z-]+$ ]] || die "SCENARIO='$SCENARIO' is not a scenario name (correctness/stress/rseq_op_stress.c --list)"
 fi
 
 kernel_dir "$flavour" >/dev/null
-out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "stress-$KCONFIG-${secs}s")
+label=stress-$KCONFIG-${secs}s
+[ "$flavour" = ops ] || label=stress-$flavour-$KCONFIG-${secs}s
+out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "$label")
 # Built against the guest's glibc, in the trixie build root.
 in_buildroot --bind "$out" gcc -O2 -g -Wall -Wextra -o "$out/rseq_op_stress" \
 	"$TOPDIR/correctness/stress/rseq_op_stress.c" "$TOPDIR/microbench/reg.c" -lpthread ||
@@ -42,7 +49,7 @@ cat > "$out/guest-stress.sh" <<EOF
 # Hung tasks reported after 30 s instead of 120 s; lockups at 10 s.
 echo 30 > /proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
 echo 10 > /proc/sys/kernel/watchdog_thresh 2>/dev/null
-exec ./rseq_op_stress -d $secs -j $par ${SEED:+-s $SEED} ${SCENARIO:+-S $SCENARIO}
+exec ./rseq_op_stress -d $secs -j $par $semantics ${SEED:+-s $SEED} ${SCENARIO:+-S $SCENARIO}
 EOF
 chmod +x "$out/guest-stress.sh"
 log "[$flavour/$KCONFIG] $secs s of stress, $par victims at a time (console: $out/console.log)"

@@ -10,8 +10,14 @@
  * before the write that breaks the contract, so a SIGSEGV before it, a
  * survival after it, a wrong exit status or a hang is a wrong outcome.
  *
- * Usage: rseq_op_stress [-d SECONDS] [-j PARALLEL] [-s SEED] [-S SCENARIO] [-v]
- *        rseq_op_stress --list
+ * Usage: rseq_op_stress [-d SECONDS] [-j PARALLEL] [-s SEED] [-S SCENARIO] [-R] [-v]
+ *        rseq_op_stress [-R] --list
+ *
+ * -R (--resident): the kernel-resident variant (kernel-patch/resident/),
+ * which checks and copies a node at registration and never reads it again.
+ * There, what a scenario writes to registered nodes is ignored: the victim
+ * must live, and the operations must still apply as registered; only a
+ * destination page that goes away or read-only still kills it.
  * Output: progress on stderr; one JSON summary line on stdout, e.g.
  *   {"seconds":60,"victims":812,"prctl_calls":91234,"walks_triggered":...,
  *    "violations_injected":301,"segv_expected":301,"segv_seen":301,
@@ -74,6 +80,7 @@ struct world {
 	uint64_t *words;	/* MAX_OPS words */
 	uint64_t *slots;	/* SLOTS words, strided destinations */
 	uint64_t *srcs;		/* source values */
+	struct node *saved;	/* each node as it was when registered */
 	bool reg[MAX_OPS];
 	int nr;
 	unsigned int seed;
@@ -83,6 +90,7 @@ struct world {
 static __thread struct ob_rseq *area;
 static size_t page;
 static bool verbose;
+static bool resident;	/* -R: the kernel applies the nodes as registered */
 
 static int rseq_on(void)
 {
@@ -113,8 +121,16 @@ static void __attribute__((noreturn)) wrong(struct world *w, int status,
 
 static long op(struct world *w, int cmd, void *node, long a4, long a5)
 {
+	struct node *n = node;
+	long r;
+
 	w->rep->prctl_calls++;
-	return prctl(OB_PR_RSEQ_OP, cmd, (unsigned long)node, a4, a5) ? -errno : 0;
+	r = prctl(OB_PR_RSEQ_OP, cmd, (unsigned long)node, a4, a5) ? -errno : 0;
+	/* What a kernel-resident variant now applies, whatever comes later */
+	if (!r && cmd == OB_PR_RSEQ_OP_REGISTER && n >= w->nodes && n < w->nodes + MAX_OPS &&
+	    !(((uintptr_t)n - (uintptr_t)w->nodes) % sizeof(*n)))
+		w->saved[n - w->nodes] = *n;
+	return r;
 }
 
 static void on_usr1(int sig)
@@ -193,14 +209,17 @@ static void reg_n(struct world *w, int n)
 	}
 }
 
-/* Arm the RESET words, walk, and check each registered one was reset. */
+/*
+ * Arm the RESET words, walk, and check each registered one was reset: as
+ * the node says now, or with -R as it said when it was registered.
+ */
 static void check_resets(struct world *w)
 {
 	for (int i = 0; i < MAX_OPS; i++)
 		w->words[i] = MARK;
 	walk(w);
 	for (int i = 0; i < MAX_OPS; i++) {
-		struct ob_rseq_op_reset *r = (void *)&w->nodes[i].op;
+		struct ob_rseq_op_reset *r = (void *)(resident ? &w->saved[i].op : &w->nodes[i].op);
 		uint64_t want;
 
 		if (!w->reg[i] || r->node.type != OB_RSEQ_OP_RESET)
@@ -223,12 +242,19 @@ static void broken(struct world *w)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
-/* After breaking the contract: walks until the kernel kills us. */
+/*
+ * After breaking the contract: walks until the kernel kills us. With -R,
+ * where the nodes were checked and copied at registration, live through
+ * the walks and find every operation applied as it was registered.
+ */
 static void __attribute__((noreturn)) expect_death(struct world *w)
 {
 	for (int i = 0; i < 50; i++)
 		walk_or_sleep(w);
-	wrong(w, 99, "survived 50 walks after breaking the contract");
+	if (!resident)
+		wrong(w, 99, "survived 50 walks after breaking the contract");
+	check_resets(w);
+	_exit(0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -913,35 +939,42 @@ static void sc_concurrent_break(struct world *w)
 	}
 }
 
+/* @resident: the outcome with -R, where writes to registered nodes are ignored */
 struct scenario {
 	const char *name;
 	enum expect expect;
 	void (*fn)(struct world *w);
+	enum expect resident;
 };
 
 static const struct scenario scenarios[] = {
-	{ "churn", LIVE, sc_churn },
-	{ "limit", LIVE, sc_limit },
-	{ "bad-register", LIVE, sc_bad_register },
-	{ "mutate-valid", LIVE, sc_mutate_valid },
-	{ "ro-node", LIVE, sc_ro_node },
-	{ "threads", LIVE, sc_threads },
-	{ "migrate-signal", LIVE, sc_migrate_signal },
-	{ "race-register", LIVE, sc_race_register },
-	{ "fork", LIVE, sc_fork },
-	{ "exec", LIVE, sc_exec },
-	{ "rseq-rereg", LIVE, sc_rseq_rereg },
-	{ "self-cycle", SEGV, sc_self_cycle },
-	{ "cycle", SEGV, sc_cycle },
-	{ "bad-link", SEGV, sc_bad_link },
-	{ "early-close", SEGV, sc_early_close },
-	{ "bad-field", SEGV, sc_bad_field },
-	{ "dst-page", SEGV, sc_dst_page },
-	{ "node-unmapped", SEGV, sc_node_unmapped },
-	{ "concurrent-break", SEGV, sc_concurrent_break },
+	{ "churn", LIVE, sc_churn, LIVE },
+	{ "limit", LIVE, sc_limit, LIVE },
+	{ "bad-register", LIVE, sc_bad_register, LIVE },
+	{ "mutate-valid", LIVE, sc_mutate_valid, LIVE },
+	{ "ro-node", LIVE, sc_ro_node, LIVE },
+	{ "threads", LIVE, sc_threads, LIVE },
+	{ "migrate-signal", LIVE, sc_migrate_signal, LIVE },
+	{ "race-register", LIVE, sc_race_register, LIVE },
+	{ "fork", LIVE, sc_fork, LIVE },
+	{ "exec", LIVE, sc_exec, LIVE },
+	{ "rseq-rereg", LIVE, sc_rseq_rereg, LIVE },
+	{ "self-cycle", SEGV, sc_self_cycle, LIVE },
+	{ "cycle", SEGV, sc_cycle, LIVE },
+	{ "bad-link", SEGV, sc_bad_link, LIVE },
+	{ "early-close", SEGV, sc_early_close, LIVE },
+	{ "bad-field", SEGV, sc_bad_field, LIVE },
+	{ "dst-page", SEGV, sc_dst_page, SEGV },
+	{ "node-unmapped", SEGV, sc_node_unmapped, LIVE },
+	{ "concurrent-break", SEGV, sc_concurrent_break, LIVE },
 };
 
 #define NR_SCENARIOS	(int)(sizeof(scenarios) / sizeof(scenarios[0]))
+
+static enum expect expect_of(const struct scenario *sc)
+{
+	return resident ? sc->resident : sc->expect;
+}
 
 static void *map(size_t len)
 {
@@ -969,6 +1002,7 @@ static void __attribute__((noreturn)) victim(const struct scenario *sc,
 	w.words = map(MAX_OPS * sizeof(uint64_t));
 	w.slots = map(page);
 	w.srcs = map(page);
+	w.saved = map(MAX_OPS * sizeof(struct node));
 	for (int i = 0; i < 8; i++)
 		w.srcs[i] = 0x1111111111111111ULL * (i + 1);
 	sc->fn(&w);
@@ -993,6 +1027,7 @@ int main(int argc, char **argv)
 	static const struct option lopts[] = {
 		{ "list", no_argument, NULL, 'L' },
 		{ "exec-check", no_argument, NULL, 'X' },
+		{ "resident", no_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	long secs = 60, victims = 0, prctls = 0, walks = 0, violations = 0;
@@ -1005,8 +1040,13 @@ int main(int argc, char **argv)
 	int only = -1;
 	struct timespec t0, now;
 
-	while ((c = getopt_long(argc, argv, "d:j:s:S:v", lopts, NULL)) != -1) {
+	/* -R changes what --list prints: read it first. */
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-R") || !strcmp(argv[i], "--resident"))
+			resident = true;
+	while ((c = getopt_long(argc, argv, "d:j:s:S:Rv", lopts, NULL)) != -1) {
 		switch (c) {
+		case 'R': break;
 		case 'S':
 			for (only = NR_SCENARIOS - 1; only >= 0; only--)
 				if (!strcmp(scenarios[only].name, optarg))
@@ -1024,13 +1064,14 @@ int main(int argc, char **argv)
 		case 'L':
 			for (int i = 0; i < NR_SCENARIOS; i++)
 				printf("%-18s %s\n", scenarios[i].name,
-				       scenarios[i].expect == SEGV ? "breaks the contract: SIGSEGV" :
+				       expect_of(&scenarios[i]) == SEGV ? "breaks the contract: SIGSEGV" :
+				       scenarios[i].expect == SEGV ? "writes to registered nodes: ignored, lives" :
 				       "keeps the contract: lives");
 			return 0;
 		case 'X':
 			return exec_check();
 		default:
-			fprintf(stderr, "usage: rseq_op_stress [-d SECONDS] [-j 1..16] [-s SEED] [-S SCENARIO] [-v] | --list\n");
+			fprintf(stderr, "usage: rseq_op_stress [-d SECONDS] [-j 1..16] [-s SEED] [-S SCENARIO] [-R] [-v] | [-R] --list\n");
 			return 2;
 		}
 	}
@@ -1096,7 +1137,7 @@ int main(int argc, char **argv)
 				tally[slot[s].sc].max_s = took;
 			prctls += r->prctl_calls;
 			walks += r->walks;
-			if (sc->expect == SEGV) {
+			if (expect_of(sc) == SEGV) {
 				segv_expected++;
 				violations++;
 				ok = segv && r->stage == STAGE_BROKEN;
@@ -1120,10 +1161,10 @@ int main(int argc, char **argv)
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	printf("{\"seconds\":%ld,\"seed\":%u,\"victims\":%ld,\"prctl_calls\":%ld,"
+	printf("{\"semantics\":\"%s\",\"seconds\":%ld,\"seed\":%u,\"victims\":%ld,\"prctl_calls\":%ld,"
 	       "\"walks_triggered\":%ld,\"violations_injected\":%ld,"
 	       "\"segv_expected\":%ld,\"segv_seen\":%ld,\"wrong\":%ld,\"scenarios\":{",
-	       (long)(now.tv_sec - t0.tv_sec), seed0, victims, prctls, walks,
+	       resident ? "resident" : "list", (long)(now.tv_sec - t0.tv_sec), seed0, victims, prctls, walks,
 	       violations, segv_expected, segv_seen, wrongs);
 	for (int i = 0; i < NR_SCENARIOS; i++)
 		printf("%s\"%s\":{\"runs\":%ld,\"wrong\":%ld,\"max_s\":%.1f}", i ? "," : "",
