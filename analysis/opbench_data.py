@@ -23,6 +23,7 @@ import numpy as np
 
 import opbench_stats as st
 import preempt_gaps
+import designs
 import tcmalloc_model
 
 REFERENCE = "baseline"
@@ -738,6 +739,7 @@ def analyse(run):
                                if mine and e["value"] else None)
             row[fl] = e
         out["perf_bench"][name] = row
+    out["designs"] = designs.analyse(out)
     try:
         out["tcmalloc"] = tcmalloc_model.analyse(run, out)
     except ValueError as e:

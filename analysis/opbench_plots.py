@@ -295,6 +295,70 @@ def tcmalloc_events(t, a, run, outdir):
     return save(fig, outdir, "tcmalloc-events")
 
 
+DESIGN_COLOURS = {"ops": "tab:blue", "resident": "tab:green",
+                  "rfc": "tab:red"}
+
+
+def design_slopes(d, a, run, outdir):
+    """The three designs: the walk's slope per operation per walk for each
+    benchmark, with intervals, and the registration round trip against the
+    number of operations held."""
+    benches = [b for b in ("switch", "signal", "preempt")
+               if any(s["bench"] == b for s in d["slopes"])]
+    if not benches:
+        return []
+    reg = [r for r in d["register"] if r["cells"]]
+    fig, axes = plt.subplots(1, 2 if reg else 1, figsize=(10 if reg else 6,
+                                                          4.5), squeeze=False)
+    ax = axes[0][0]
+    x = np.arange(len(benches))
+    width = 0.8 / len(d["flavours"])
+    for i, fl in enumerate(d["flavours"]):
+        vals, lo, hi = [], [], []
+        for b in benches:
+            s = next((s for s in d["slopes"] if s["bench"] == b
+                      and s["flavour"] == fl), None)
+            v = s["value"] if s else np.nan
+            c = s["ci"] if s and s["ci"] else [v, v]
+            vals.append(v)
+            lo.append(v - c[0])
+            hi.append(c[1] - v)
+        pos = x + (i - (len(d["flavours"]) - 1) / 2) * width
+        ax.bar(pos, vals, width, yerr=[lo, hi], capsize=3,
+               color=DESIGN_COLOURS.get(fl), label="%s (%s)" % (
+                   fl, d["names"][fl]))
+        for p, v in zip(pos, vals):
+            if not np.isnan(v):
+                ax.annotate("%.1f" % v, (p, v), textcoords="offset points",
+                            xytext=(0, 3), ha="center", fontsize=7)
+    ax.set_xticks(x)
+    ax.set_xticklabels(benches)
+    ax.set_ylabel("%s per operation per walk" % a["unit"])
+    ax.set_title("slope of the walk (95% CI)", fontsize=9)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.35)
+    ax.legend(fontsize=8, loc="upper left", ncol=2)
+    if reg:
+        ax = axes[0][1]
+        for r in reg:
+            ns = [c["nr_ops"] for c in r["cells"]]
+            vals = [c["value"] for c in r["cells"]]
+            ax.plot([max(n, 0.5) for n in ns], vals, marker="o",
+                    color=DESIGN_COLOURS.get(r["flavour"]),
+                    label=r["flavour"])
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("operations held (N; N = 0 drawn at 0.5)")
+        ax.set_ylabel("%s per register + unregister" % a["unit"])
+        ax.set_title("registration round trip", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(title(a, run, "three designs of the walk%s" % (
+        " (instructions under icount, not time)" if a["accel"] == "icount"
+        else "")), fontsize=9)
+    fig.tight_layout()
+    return save(fig, outdir, "design-slopes")
+
+
 def plot_all(a, run, outdir):
     os.makedirs(outdir, exist_ok=True)
     paths = []
@@ -307,4 +371,6 @@ def plot_all(a, run, outdir):
             paths += sweep(a, run, outdir, g)
     if a.get("tcmalloc"):
         paths += tcmalloc_events(a["tcmalloc"], a, run, outdir)
+    if a.get("designs"):
+        paths += design_slopes(a["designs"], a, run, outdir)
     return paths

@@ -10,6 +10,8 @@ the run could detect beside each.
 import math
 import textwrap
 
+import designs
+import opbench_data
 import tcmalloc_model as tm
 
 WIDTH = 72
@@ -650,6 +652,133 @@ def tcmalloc_lines(t, a):
     return lines
 
 
+def designs_lines(d, a):
+    """The section "keep the operations in the kernel?" (designs.analyse)."""
+    unit = a["unit"]
+    icount = a["accel"] == "icount"
+    name = d["names"]
+    fls = d["flavours"]
+    lines = [RULE, "Keep the operations in the kernel? Three designs of "
+             "the walk", ""]
+    lines += textwrap.wrap(
+        "%s: our series, which walks the list in user memory; %s: the "
+        "variant (kernel-patch/resident/) that checks and copies each node "
+        "at registration and applies a kernel array; %s: the RFC's patches. "
+        "Same source, configuration and compiler, one run. Figures: %s, "
+        "mean over boots, 95%% CI.%s" % (
+            "ops", "resident", "rfc", unit,
+            " Instructions under QEMU icount, not time." if icount else ""),
+        WIDTH)
+    sl = {(s["bench"], s["flavour"]): s for s in d["slopes"]}
+    benches = [b for b in designs.WALK_BENCHES
+               if any(k[0] == b for k in sl)]
+    if benches:
+        lines += ["", "The walk, %s per operation per walk (fit of a + b*N "
+                  "per boot):" % unit]
+        lines.append("  %-8s %-10s %10s  %s" % ("bench", "design", "slope",
+                                                "95% CI"))
+        for b in benches:
+            for fl in fls:
+                s = sl.get((b, fl))
+                if s:
+                    lines.append("  %-8s %-10s %10s  %s" % (
+                        b, fl, num(s["value"]), ci(s["ci"])))
+        lines += [""] + textwrap.wrap("Per operation, RFC and ours against "
+                                      "the resident variant (ratio of "
+                                      "slopes):", WIDTH)
+        for r in d["ratios"]:
+            lines.append("  %-8s %-4s / resident  %6s  %s" % (
+                r["bench"], r["flavour"],
+                "%.2f" % r["ratio"] if r["ratio"] is not None else "n/a",
+                "[%.2f, %.2f]" % tuple(r["ratio_ci"]) if r["ratio_ci"]
+                else "[no interval]"))
+        rfc = [r for r in d["ratios"] if r["flavour"] == "rfc"
+               and r["ratio"] is not None]
+        if rfc:
+            low = min(r["ratio_ci"][0] if r["ratio_ci"] else r["ratio"]
+                      for r in rfc)
+            lines += [""] + textwrap.wrap(
+                "Target: the resident walk at least %.0f times cheaper per "
+                "operation than the RFC's. %s (lowest bound of the ratio's "
+                "interval over %s: %.2f)." % (
+                    d["target"], "Met" if low >= d["target"] else
+                    "NOT met", ", ".join(r["bench"] for r in rfc), low),
+                WIDTH)
+        lines += ["", "One walk of the largest N (from the fit), %s:" % unit]
+        for b in benches:
+            for fl in fls:
+                s = sl.get((b, fl))
+                if s and s.get("walk_max") is not None:
+                    lines.append("  %-8s %-10s N=%-5d %10s  %s" % (
+                        b, fl, s["n_max"], num(s["walk_max"]),
+                        ci(s["walk_max_ci"])))
+    if d["zero"]:
+        lines += [""] + textwrap.wrap("N = 0 against the unpatched kernel "
+                                      "(a thread with no operation), %s "
+                                      "per loop:" % unit, WIDTH)
+        for z in d["zero"]:
+            lines.append("  %-8s %-10s %10s  %s" % (
+                z["bench"], z["flavour"], num(z["diff"], True),
+                ci(z["diff_ci"], True)))
+    if d["stretch"]:
+        lines += [""] + textwrap.wrap("Walk added to the return from a "
+                                      "preemption (P-gap at N minus at N = "
+                                      "0, paired by boot), %s:" % unit,
+                                      WIDTH)
+        for s in d["stretch"]:
+            lines.append("  %-9s %-10s N=%-5d %10s  %s" % (
+                s["layout"], s["flavour"], s["nr_ops"],
+                num(s["diff"], True), ci(s["diff_ci"], True)))
+        lines += textwrap.wrap(
+            "  ops and resident walk up to %d operations with interrupts "
+            "off and longer lists with them on; rfc walks every list with "
+            "them off. Under icount both layouts execute the same "
+            "instructions." % opbench_data.IRQS_OFF_MAX, WIDTH,
+            subsequent_indent="  ")
+    if d["register"]:
+        lines += [""] + textwrap.wrap("Registration: prctl() registering "
+                                      "one more node and unregistering it, "
+                                      "with N held, %s per round trip:"
+                                      % unit, WIDTH)
+        ns = sorted({c["nr_ops"] for r in d["register"] for c in r["cells"]})
+        show = [n for n in ns if n in (0, 1, 64, 1024) or n == ns[-1]]
+        lines.append("  %-10s" % "design" + "".join("%10s" % ("N=%d" % n)
+                                                     for n in show)
+                     + "  per held op")
+        for r in d["register"]:
+            by = {c["nr_ops"]: c["value"] for c in r["cells"]}
+            lines.append("  %-10s" % r["flavour"] + "".join(
+                "%10s" % (num(by[n]) if n in by else "n/a") for n in show)
+                + "  %s" % (num(r["slope"], True) if r["slope"] is not None
+                            else "n/a"))
+        full = sorted({n for r in d["register"] for n in r["full"]})
+        if full:
+            lines.append("  N=%s: the list is full, no node can be added."
+                         % ",".join(str(n) for n in full))
+    if d["loops"]:
+        lines += [""] + textwrap.wrap("The walkers' loops, counted in each "
+                                      "vmlinux (analysis/walker_loops.py; "
+                                      "static: every instruction from a "
+                                      "loop's head to its back edge):",
+                                      WIDTH)
+        lines.append("  %-10s %-30s %6s %6s %7s" % ("design", "function "
+                                                    "loop", "insns",
+                                                    "loads", "cond-br"))
+        for fl in fls:
+            for lp in d["loops"].get(fl, []):
+                lines.append("  %-10s %-30s %6d %6d %7d" % (
+                    fl, ("%s +%s" % (lp["function"], lp["head"]))[:30],
+                    lp["insns"], lp["loads"], lp["cond_br"]))
+    lines += [""] + textwrap.wrap(
+        "What the resident design costs instead: 40 bytes of kernel memory "
+        "per operation (80 KiB at 2048), charged to the memory cgroup; a "
+        "copy at fork(); the check and copy moved to registration (the "
+        "table above); and nodes that user space can no longer change "
+        "without registering them again. kernel-patch/resident/"
+        "0000-cover-letter.txt lists every semantic difference.", WIDTH)
+    return lines
+
+
 def render(run, a):
     lines = header(run, a)
     lines += clock_lines(a, run)
@@ -673,6 +802,9 @@ def render(run, a):
     if a.get("tcmalloc"):
         lines.append("")
         lines += tcmalloc_lines(a["tcmalloc"], a)
+    if a.get("designs"):
+        lines.append("")
+        lines += designs_lines(a["designs"], a)
     lines.append("")
     lines += appendix_lines(a)
     lines.append("")

@@ -91,6 +91,22 @@ in_buildroot --bind "$out" make -s -C "$TOPDIR/microbench" O="$out" >/dev/null |
 	echo "command=$0 $*"
 } > "$out/provenance"
 
+# Each walker's loops, counted in its flavour's vmlinux: the static side of
+# the slopes this run measures (analysis/designs.py reads them). The walker
+# is out of line in our series and the resident variant; the RFC inlines
+# its walk into rseq_apply_ops_or_report() where it has one. A flavour
+# without a walker (baseline) has no file.
+mkdir -p "$out/walker-loops"
+for f in "${fl[@]}"; do
+	k=$(kernel_dir "$f")
+	fn=$(awk '$3 == "rseq_ops_apply" || $3 == "rseq_apply_ops" ||
+		$3 == "rseq_apply_ops_or_report" { print $3; exit }' "$k/System.map")
+	[ -n "$fn" ] || continue
+	/usr/bin/python3 "$TOPDIR/analysis/walker_loops.py" "$k/vmlinux" "$fn" \
+		> "$out/walker-loops/$f.txt" 2>&1 ||
+		log "walker loops of $f ($fn) not counted: $(tail -1 "$out/walker-loops/$f.txt")"
+done
+
 t0=$(date +%s)
 n=${#order[@]}
 rc=0

@@ -1,0 +1,132 @@
+# SPDX-License-Identifier: GPL-2.0
+"""designs - three designs of the walk side by side: our walker series
+(ops), the kernel-resident variant (resident, kernel-patch/resident/) and
+the RFC as posted (rfc), from one run of make bench-walker.
+
+It reads what opbench_data.analyse already computed (per-flavour cost
+models, comparisons against the unpatched kernel and against N = 0) and
+the walker loops counted at bench time in each flavour's vmlinux
+(walker-loops/<flavour>.txt, analysis/walker_loops.py), and answers the
+question of the RFC's thread: what keeping the operations in the kernel
+saves per operation, and what it costs at registration.
+
+opbench_report renders its section (designs_lines), opbench_plots its plot
+(design_slopes).
+"""
+import os
+import re
+
+import opbench_stats as st
+
+# Flavour, and how the report names it.
+DESIGNS = (("ops", "walker (ours)"), ("resident", "kernel-resident"),
+           ("rfc", "RFC as posted"))
+WALK_BENCHES = ("switch", "signal", "preempt")
+# The issue's target: the resident walk at least this many times cheaper
+# per operation than the RFC's.
+TARGET_RATIO = 4.0
+LAYOUTS = (("preempt", "packed"), ("preempt+scattered", "scattered"))
+STRETCH_NS = (64, 2048)
+LOOP_RE = re.compile(r"^(\S+)\s+\+(0x[0-9a-f]+)\.\.\+(0x[0-9a-f]+)\s+(\d+)\s+"
+                     r"(\d+)\s+(\d+)\s+(\d+)\s*$")
+
+
+def _group(a, bench):
+    return next((g for g in a["groups"] if g["bench"] == bench
+                 and g["op_type"] == "null"), None)
+
+
+def _per_walk(m, walks):
+    if not m or "b" not in m or not walks:
+        return None
+    return {"value": m["b"] / walks,
+            "ci": [c / walks for c in m["b_ci"]] if m.get("b_ci") else None,
+            "k": m["k"],
+            "walk_max": m["walk_max"] / walks,
+            "walk_max_ci": ([c / walks for c in m["walk_max_ci"]]
+                            if m.get("walk_max_ci") else None),
+            "n_max": m["ns"][-1]}
+
+
+def walker_loops(run_dir):
+    """{flavour: [loop, ...]} from walker-loops/<flavour>.txt."""
+    out = {}
+    d = os.path.join(run_dir, "walker-loops")
+    if not os.path.isdir(d):
+        return out
+    for name in sorted(os.listdir(d)):
+        if not name.endswith(".txt"):
+            continue
+        rows = []
+        with open(os.path.join(d, name)) as f:
+            for line in f:
+                m = LOOP_RE.match(line.strip())
+                if m:
+                    rows.append({"function": m.group(1), "head": m.group(2),
+                                 "end": m.group(3), "insns": int(m.group(4)),
+                                 "loads": int(m.group(5)),
+                                 "cond_br": int(m.group(6)),
+                                 "stac_clac": int(m.group(7))})
+        out[name[:-4]] = rows
+    return out
+
+
+def analyse(a):
+    """The comparison, or None when the run lacks the resident flavour or
+    every other design."""
+    fls = [f for f, _ in DESIGNS if f in a["flavours"]]
+    if "resident" not in fls or len(fls) < 2:
+        return None
+    out = {"flavours": fls, "names": dict(DESIGNS), "slopes": [],
+           "ratios": [], "zero": [], "stretch": [], "register": [],
+           "loops": walker_loops(a["dir"]), "target": TARGET_RATIO}
+    for bench in WALK_BENCHES:
+        g = _group(a, bench)
+        if not g:
+            continue
+        walks = g["walks_per_loop"]
+        for fl in fls:
+            s = _per_walk(g["cost"].get(fl), walks)
+            if s:
+                out["slopes"].append(dict(s, bench=bench, flavour=fl))
+        res = g["cost"].get("resident")
+        for fl in fls:
+            if fl == "resident" or fl not in g["cost"] or not res:
+                continue
+            c = st.compare_slopes(res, g["cost"][fl])
+            if c:
+                out["ratios"].append({"bench": bench, "flavour": fl,
+                                      "ratio": c.get("ratio"),
+                                      "ratio_ci": c.get("ratio_ci"),
+                                      "diff": c.get("diff"),
+                                      "diff_ci": c.get("diff_ci")})
+        for c in g["vs_reference"]:
+            if c["nr_ops"] == 0 and c["flavour"] in fls:
+                out["zero"].append({"bench": bench, "flavour": c["flavour"],
+                                    "diff": c["diff"],
+                                    "diff_ci": c.get("diff_ci")})
+    for name, layout in LAYOUTS:
+        g = _group(a, name)
+        if not g:
+            continue
+        for fl in fls:
+            for r in g["vs_zero"].get(fl, []):
+                if r["nr_ops"] in STRETCH_NS:
+                    out["stretch"].append({"layout": layout, "flavour": fl,
+                                           "nr_ops": r["nr_ops"],
+                                           "diff": r["diff"],
+                                           "diff_ci": r.get("diff_ci")})
+    g = _group(a, "register")
+    if g:
+        for fl in fls:
+            cells = sorted((c for c in g["cells"] if c["flavour"] == fl),
+                           key=lambda c: c["nr_ops"])
+            m = g["cost"].get(fl)
+            out["register"].append({
+                "flavour": fl,
+                "cells": [{"nr_ops": c["nr_ops"], "value": c["value"],
+                           "ci": c.get("ci")} for c in cells],
+                "slope": m["b"] if m and "b" in m else None,
+                "slope_ci": m.get("b_ci") if m else None,
+                "full": [n for f, n in g["unsupported"] if f == fl]})
+    return out

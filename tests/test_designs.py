@@ -1,0 +1,132 @@
+# SPDX-License-Identifier: GPL-2.0
+"""analysis/designs.py: three designs of the walk (ops, resident, rfc)
+compared on synthetic cost models with known slopes; its report section
+and plot; and the walker-loops files bench.sh writes."""
+import os
+import sys
+
+import numpy as np
+
+from conftest import TOP
+
+sys.path.insert(0, os.path.join(TOP, "analysis"))
+import designs  # noqa: E402
+import opbench_plots  # noqa: E402
+import opbench_report  # noqa: E402
+import opbench_stats as st  # noqa: E402
+
+NS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
+# Instructions per operation per walk, and the walks of one loop.
+SLOPE = {"ops": 29.0, "resident": 6.0, "rfc": 44.0}
+WALKS = {"switch": 2, "signal": 1, "preempt": 1}
+BOOTS = 3
+
+
+def cells(rng, base, slope, walks):
+    """{N: {boot: [samples]}}: base + slope x walks x N, a boot shift and
+    noise, as icount gives (a few instructions between boots)."""
+    out = {}
+    for n in NS:
+        out[n] = {}
+        for b in range(BOOTS):
+            shift = (b - 1) * 2.0
+            v = base + (slope * walks * n if n else -5) + shift
+            out[n][b] = list(v + rng.normal(0, 0.5, 5))
+    return out
+
+
+def synthetic_analysis(tmp_path, with_loops=True):
+    rng = np.random.default_rng(19)
+    a = {"flavours": ["baseline", "ops", "resident", "rfc"], "groups": [],
+         "dir": str(tmp_path), "unit": "instructions", "accel": "icount"}
+    for bench, walks in WALKS.items():
+        g = {"bench": bench, "op_type": "null", "walks_per_loop": walks,
+             "cost": {}, "vs_reference": [], "vs_zero": {}, "cells": [],
+             "unsupported": []}
+        for fl, slope in SLOPE.items():
+            g["cost"][fl] = st.cost_model(cells(rng, 4000.0, slope, walks),
+                                          key=(bench, fl))
+            g["vs_reference"].append({"flavour": fl, "nr_ops": 0,
+                                      "diff": -5.0, "diff_ci": [-7, -3]})
+        a["groups"].append(g)
+    g = {"bench": "preempt+scattered", "op_type": "null",
+         "walks_per_loop": 1, "cost": {}, "vs_reference": [], "cells": [],
+         "unsupported": [], "vs_zero": {
+             fl: [{"nr_ops": n, "diff": SLOPE[fl] * n,
+                   "diff_ci": [SLOPE[fl] * n - 1, SLOPE[fl] * n + 1]}
+                  for n in (1, 64, 2048)] for fl in SLOPE}}
+    a["groups"].append(g)
+    reg = {"bench": "register", "op_type": "null", "walks_per_loop": 0,
+           "cost": {}, "vs_reference": [], "vs_zero": {}, "cells": [],
+           "unsupported": [[fl, 2048] for fl in SLOPE]}
+    for fl in SLOPE:
+        for n in (0, 1, 64, 1024):
+            reg["cells"].append({"flavour": fl, "nr_ops": n,
+                                 "value": 900.0 + (2 if fl == "ops" else 0) * n,
+                                 "ci": [899.0, 901.0]})
+    a["groups"].append(reg)
+    if with_loops:
+        d = tmp_path / "walker-loops"
+        d.mkdir()
+        (d / "resident.txt").write_text(
+            "function        loop                 insns  loads  cond-br  "
+            "stac/clac\n"
+            "rseq_ops_apply  +0x60..+0x9c            14      4        3  "
+            "        0\n")
+    return a
+
+
+def test_slopes_and_ratio_recovered(tmp_path):
+    """Each design's slope per walk comes back within its interval, and
+    the ratio RFC / resident is about 44 / 6."""
+    d = designs.analyse(synthetic_analysis(tmp_path))
+    assert d["flavours"] == ["ops", "resident", "rfc"]
+    for s in d["slopes"]:
+        lo, hi = s["ci"]
+        assert lo - 0.05 <= SLOPE[s["flavour"]] <= hi + 0.05, s
+        assert s["n_max"] == 2048
+    r = next(r for r in d["ratios"] if r["bench"] == "switch"
+             and r["flavour"] == "rfc")
+    assert abs(r["ratio"] - 44.0 / 6.0) < 0.05, r
+    assert r["ratio_ci"][0] <= 44.0 / 6.0 <= r["ratio_ci"][1] + 1e-3
+    assert {(s["layout"], s["nr_ops"]) for s in d["stretch"]} == {
+        ("scattered", 64), ("scattered", 2048)}
+    assert d["loops"]["resident"][0]["insns"] == 14
+    full = {r["flavour"]: r["full"] for r in d["register"]}
+    assert full["resident"] == [2048]
+
+
+def test_report_section_and_plot(tmp_path):
+    """The section says the unit, the target's verdict from the interval,
+    and fits 72 columns; the plot is written."""
+    a = synthetic_analysis(tmp_path)
+    d = designs.analyse(a)
+    lines = opbench_report.designs_lines(d, a)
+    text = "\n".join(lines)
+    assert "Instructions under QEMU icount, not time." in " ".join(lines)
+    assert "Met (lowest bound" in " ".join(text.split())
+    assert all(len(ln) <= opbench_report.WIDTH for ln in lines), text
+    (tmp_path / "plots").mkdir()
+    paths = opbench_plots.design_slopes(d, a, {"boots": []},
+                                        str(tmp_path / "plots"))
+    assert any(p.endswith("design-slopes.png") for p in paths)
+    assert all(os.path.getsize(p) > 1000 for p in paths)
+
+
+def test_target_not_met_is_said(tmp_path):
+    """A resident slope only twice as cheap as the RFC's: NOT met."""
+    old = SLOPE["resident"]
+    SLOPE["resident"] = 22.0
+    try:
+        a = synthetic_analysis(tmp_path, with_loops=False)
+    finally:
+        SLOPE["resident"] = old
+    d = designs.analyse(a)
+    text = " ".join(" ".join(opbench_report.designs_lines(d, a)).split())
+    assert "NOT met" in text
+
+
+def test_needs_the_resident_flavour(tmp_path):
+    a = synthetic_analysis(tmp_path)
+    a["flavours"] = ["baseline", "ops", "rfc"]
+    assert designs.analyse(a) is None
