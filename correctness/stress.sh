@@ -7,7 +7,8 @@
 #        lockup detectors), FLAVOUR (default ops), PARALLEL (victims at a
 #        time, default 4), SEED, SCENARIO (only that scenario; default
 #        all, drawn at random), RESULTS_ROOT (default results/); FLAVOUR
-#        resident runs the scenarios with the variant's outcomes (-R)
+#        resident runs the scenarios with the variant's outcomes (-R;
+#        STRESS_SEMANTICS=list|resident chooses for any flavour)
 #
 # Boots FLAVOUR of STRESS_KCONFIG and runs correctness/stress/rseq_op_stress
 # for DURATION seconds (default 600). Passes only if every victim process
@@ -30,8 +31,13 @@ flavour=${FLAVOUR:-ops}
 par=${PARALLEL:-4}
 # The kernel-resident variant checks and copies nodes at registration:
 # writes to registered nodes are ignored there, not fatal (rseq_op_stress -R).
-semantics=
-[ "$flavour" = resident ] && semantics=-R
+# STRESS_SEMANTICS=list|resident overrides the choice (a test runs the
+# variant's outcomes on ops, where they must be wrong).
+case ${STRESS_SEMANTICS:-$([ "$flavour" = resident ] && echo resident || echo list)} in
+resident) semantics=-R ;;
+list) semantics= ;;
+*) die "STRESS_SEMANTICS='$STRESS_SEMANTICS': want list or resident" ;;
+esac
 if [ -n "${SCENARIO:-}" ]; then
 	[[ "$SCENARIO" =~ ^[a-z-]+$ ]] || die "SCENARIO='$SCENARIO' is not a scenario name (correctness/stress/rseq_op_stress.c --list)"
 fi
@@ -61,7 +67,7 @@ st=0
 # and turns lockdep off for the whole run.
 "$TOPDIR/vm-images/guest-run" --flavour "$flavour" --out "$out" --accel "${ACCEL:-auto}" \
 	--timeout $((secs + 600)) --append no5lvl -- ./guest-stress.sh > "$out/guest-stdout.txt" || st=$?
-echo "# STRESS_KCONFIG=$KCONFIG FLAVOUR=$flavour PARALLEL=$par SEED=${SEED:-} SCENARIO=${SCENARIO:-}" >> "$out/commands.txt"
+echo "# STRESS_KCONFIG=$KCONFIG FLAVOUR=$flavour PARALLEL=$par SEED=${SEED:-} SCENARIO=${SCENARIO:-} semantics=${semantics:-list}" >> "$out/commands.txt"
 grep '^{' "$out/guest-stdout.txt" | tail -1 > "$out/summary.json" || true
 [ -f "$out/kernel-problems.txt" ] || die "no kernel-problems.txt from guest-run (status $st); see the messages above"
 problems=$(wc -l < "$out/kernel-problems.txt")

@@ -35,6 +35,21 @@ def test_builds_clean_and_lists(tmp_path):
     assert r.returncode == 2 and "-j takes 1..16" in r.stderr
 
 
+def test_resident_outcomes_listed(tmp_path):
+    """-R (the kernel-resident variant): writes to registered nodes are
+    ignored, so only a destination page that goes away still kills."""
+    exe = str(tmp_path / "s")
+    r = run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", exe, STRESS,
+             REG, "-lpthread"])
+    assert r.returncode == 0, r.stderr
+    plain = dict(l.split(None, 1) for l in run([exe, "--list"]).stdout.splitlines())
+    res = dict(l.split(None, 1) for l in run([exe, "-R", "--list"]).stdout.splitlines())
+    assert set(plain) == set(res)
+    assert [n for n, v in res.items() if "SIGSEGV" in v] == ["dst-page"]
+    assert "ignored, lives" in res["self-cycle"]
+    assert "SIGSEGV" in plain["self-cycle"]
+
+
 def stress(tmp_path, secs, **env):
     e = dict(os.environ, RESULTS_ROOT=str(tmp_path), **env)
     r = subprocess.run([SCRIPT, str(secs)], cwd=TOP, env=e,
@@ -55,6 +70,17 @@ def test_short_stress_on_debug_kernel(tmp_path):
         assert f.read() == ""
     with open(os.path.join(out, "kernel-provenance")) as f:
         assert "profile=debug" in f.read()
+
+
+@pytest.mark.rig
+def test_resident_outcomes_fail_on_ops(tmp_path):
+    """The variant's outcomes (-R) on ops, whose walk reads the nodes: a
+    corrupted list kills there, so -R must report wrong outcomes."""
+    r, out, s = stress(tmp_path, 10, SCENARIO="self-cycle",
+                       STRESS_SEMANTICS="resident")
+    assert r.returncode != 0, r.stdout + r.stderr[-3000:]
+    assert s["semantics"] == "resident" and s["wrong"] > 0, s
+    assert "FAILED: wrong outcomes" in r.stderr
 
 
 @pytest.mark.rig
