@@ -105,6 +105,7 @@ help:
 	@echo '  vm-check       boot each flavour in FLAVOURS and print uname -r'
 	@echo '  boot-time      boot FLAVOUR (default ops) RUNS times; median boot time'
 	@echo '  check-series   checkpatch --strict and a warning-free build of each patch'
+	@echo '                 of kernel-patch/series (SERIES=kernel-patch/resident: the variant)'
 	@echo '  stress         adversarial use of RSEQ operations on FLAVOUR (default ops),'
 	@echo '                 STRESS_KCONFIG kernel, DURATION seconds'
 	@echo '  selftests      every rseq selftest on ops in the guest (long: run_param_test)'
@@ -198,7 +199,7 @@ boot-time: source image
 	$(Q)vm-images/boot-time.sh $(or $(FLAVOUR),ops) $(RUNS) $(ACCEL)
 
 check-series: kernels
-	$(Q)kernel-patch/scripts/check-series.sh
+	$(Q)kernel-patch/scripts/check-series.sh $(SERIES)
 
 test-host: deps
 	$(Q)$(PYTHON) -m pytest -q $(PYTEST_V) -m 'not rig' tests/
