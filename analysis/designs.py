@@ -79,6 +79,7 @@ def analyse(a):
         return None
     out = {"flavours": fls, "names": dict(DESIGNS), "slopes": [],
            "ratios": [], "zero": [], "stretch": [], "register": [],
+           "missing": [],
            "loops": walker_loops(a["dir"]), "target": TARGET_RATIO}
     for bench in WALK_BENCHES:
         g = _group(a, bench)
@@ -89,6 +90,14 @@ def analyse(a):
             s = _per_walk(g["cost"].get(fl), walks)
             if s:
                 out["slopes"].append(dict(s, bench=bench, flavour=fl))
+                continue
+            bad = sorted({x["nr_ops"] for x in a.get("invalid", [])
+                          if x["bench"] == bench and x["flavour"] == fl})
+            out["missing"].append({
+                "bench": bench, "flavour": fl,
+                "why": ("its gate failed at N=%s (see Invalid cells)"
+                        % ",".join(str(n) for n in bad)) if bad else
+                       "fewer than two N >= 1 measured"})
         res = g["cost"].get("resident")
         for fl in fls:
             if fl == "resident" or fl not in g["cost"] or not res:

@@ -331,6 +331,10 @@ def design_slopes(d, a, run, outdir):
             if not np.isnan(v):
                 ax.annotate("%.1f" % v, (p, v), textcoords="offset points",
                             xytext=(0, 3), ha="center", fontsize=7)
+            else:
+                ax.annotate("no\nslope", (p, 0), textcoords="offset points",
+                            xytext=(0, 3), ha="center", fontsize=6,
+                            color=DESIGN_COLOURS.get(fl))
     ax.set_xticks(x)
     ax.set_xticklabels(benches)
     ax.set_ylabel("%s per operation per walk" % a["unit"])

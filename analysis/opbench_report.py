@@ -376,11 +376,13 @@ def group_lines(g, a):
             w = walks or 1
             lines += textwrap.wrap(
                 "slope per operation per walk, ops minus rfc: %s %s "
-                "(ratio ops/rfc %.3f): %s" % (
+                "(ratio ops/rfc %s): %s" % (
                     num(s["diff"] / w, True),
                     ci((s["diff_ci"][0] / w, s["diff_ci"][1] / w)
                        if s["diff_ci"] else None, True),
-                    s["ratio"], verdict_word(s)), WIDTH,
+                    "%.3f" % s["ratio"] if s.get("ratio") is not None
+                    else "undefined, rfc's slope is 0",
+                    verdict_word(s)), WIDTH,
                 initial_indent="  ", subsequent_indent="    ")
     return lines
 
@@ -677,12 +679,19 @@ def designs_lines(d, a):
                   "per boot):" % unit]
         lines.append("  %-8s %-10s %10s  %s" % ("bench", "design", "slope",
                                                 "95% CI"))
+        miss = {(m["bench"], m["flavour"]): m["why"]
+                for m in d.get("missing", [])}
         for b in benches:
             for fl in fls:
                 s = sl.get((b, fl))
                 if s:
                     lines.append("  %-8s %-10s %10s  %s" % (
                         b, fl, num(s["value"]), ci(s["ci"])))
+                elif (b, fl) in miss:
+                    lines += textwrap.wrap(
+                        "%-8s %-10s no slope: %s" % (b, fl, miss[(b, fl)]),
+                        WIDTH, initial_indent="  ",
+                        subsequent_indent="  " + " " * 20)
         lines += [""] + textwrap.wrap("Per operation, RFC and ours against "
                                       "the resident variant (ratio of "
                                       "slopes):", WIDTH)
@@ -769,6 +778,9 @@ def designs_lines(d, a):
                 lines.append("  %-10s %-30s %6d %6d %7d" % (
                     fl, ("%s +%s" % (lp["function"], lp["head"]))[:30],
                     lp["insns"], lp["loads"], lp["cond_br"]))
+            if fl not in d["loops"]:
+                lines.append("  %-10s no walker function in its vmlinux (the "
+                             "walk is inlined)" % fl)
     lines += [""] + textwrap.wrap(
         "What the resident design costs instead: 40 bytes of kernel memory "
         "per operation (80 KiB at 2048), charged to the memory cgroup; a "
