@@ -97,18 +97,22 @@ def analyse(a):
                 "bench": bench, "flavour": fl,
                 "why": ("its gate failed at N=%s (see Invalid cells)"
                         % ",".join(str(n) for n in bad)) if bad else
-                       "fewer than two N >= 1 measured"})
+                       "no cost model (fewer than two N >= 1, or no boot "
+                       "with every N)"})
         res = g["cost"].get("resident")
         for fl in fls:
             if fl == "resident" or fl not in g["cost"] or not res:
                 continue
             c = st.compare_slopes(res, g["cost"][fl])
-            if c:
-                out["ratios"].append({"bench": bench, "flavour": fl,
-                                      "ratio": c.get("ratio"),
-                                      "ratio_ci": c.get("ratio_ci"),
-                                      "diff": c.get("diff"),
-                                      "diff_ci": c.get("diff_ci")})
+            if c and walks:
+                # diff per walk, as the slopes; the ratio has no unit.
+                out["ratios"].append({
+                    "bench": bench, "flavour": fl, "ratio": c.get("ratio"),
+                    "ratio_ci": c.get("ratio_ci"),
+                    "diff_per_walk": c["diff"] / walks
+                    if c.get("diff") is not None else None,
+                    "diff_per_walk_ci": [x / walks for x in c["diff_ci"]]
+                    if c.get("diff_ci") else None})
         for c in g["vs_reference"]:
             if c["nr_ops"] == 0 and c["flavour"] in fls:
                 out["zero"].append({"bench": bench, "flavour": c["flavour"],

@@ -305,9 +305,9 @@ def design_slopes(d, a, run, outdir):
     number of operations held."""
     benches = [b for b in ("switch", "signal", "preempt")
                if any(s["bench"] == b for s in d["slopes"])]
-    if not benches:
-        return []
     reg = [r for r in d["register"] if r["cells"]]
+    if not benches and not reg:
+        return []
     fig, axes = plt.subplots(1, 2 if reg else 1, figsize=(10 if reg else 6,
                                                           4.5), squeeze=False)
     ax = axes[0][0]

@@ -11,7 +11,8 @@
  * copies the node, and allocates (N = 0: every iteration allocates and
  * frees its array). Neither call schedules, so no walk runs: the watched
  * words of the N operations must stay armed, as in the syscall benchmark.
- * At N = RSEQ_OP_LIST_LIMIT no node can be added: the cell says so.
+ * At N = RSEQ_OP_LIST_LIMIT the kernel must refuse one more node with
+ * ENOSPC: a gate checks it, and the cell is recorded as unsupported.
  *
  * The gate: the timed node is pristine after the loop; a poll() that sleeps
  * resets the N operations and leaves the unregistered node's word alone;
@@ -83,10 +84,6 @@ int bench_register(struct bench_ctx *ctx)
 	int n = ctx->nr_ops, ret;
 	long seen;
 
-	if (n >= OB_RSEQ_OP_LIST_LIMIT) {
-		emit_unsupported(ctx, -ENOSPC, "the list is full: no node can be added to it");
-		return 0;
-	}
 	if (pin_or_complain(ctx, ctx->cpu))
 		return 1;
 	ret = thread_setup(ctx, &to);
@@ -94,12 +91,32 @@ int bench_register(struct bench_ctx *ctx)
 		return ret < 0;
 	timed_init(ctx->type);
 	ret = ctx->no_ops ? 0 : op_prctl(OB_PR_RSEQ_OP_REGISTER);
-	if (!ret && !ctx->no_ops)
-		ret = op_prctl(OB_PR_RSEQ_OP_UNREGISTER);
+	if (n >= OB_RSEQ_OP_LIST_LIMIT) {
+		/* The kernel must refuse one more: say so, or fail the gate. */
+		emit_gate(ctx, "full-list-refuses", 0, ret, ret == -ENOSPC,
+			  "one more node with the list full: ENOSPC expected");
+		if (!ret)
+			op_prctl(OB_PR_RSEQ_OP_UNREGISTER);
+		else if (ret == -ENOSPC)
+			emit_unsupported(ctx, ret, "the list is full: no node can be added to it");
+		ops_unregister(&to);
+		return ret != -ENOSPC;
+	}
 	if (ret) {
 		emit_unsupported(ctx, ret, ops_refusal(ret, to.area));
 		ops_unregister(&to);
 		return 0;
+	}
+	if (!ctx->no_ops) {
+		ret = op_prctl(OB_PR_RSEQ_OP_UNREGISTER);
+		if (ret) {
+			/* Registered and stuck on the list: no further cell can trust it. */
+			fprintf(stderr, "opbench: register N=%d: unregistering the timed node failed: %s\n",
+				n, strerror(-ret));
+			emit_gate(ctx, "timed-node-unregisters", 0, ret, false,
+				  "unregistration of the node just registered");
+			return 2;
+		}
 	}
 	if (iters_alloc(&it, ctx->loops)) {
 		ops_unregister(&to);
@@ -154,8 +171,10 @@ int bench_register(struct bench_ctx *ctx)
 	emit_gate(ctx, "registered-node-applied", 1, timed_written(), !ret && timed_written(),
 		  "the timed node registered again, poll() sleeping 1 ms");
 	valid &= !ret && timed_written();
-	if (!ret)
-		op_prctl(OB_PR_RSEQ_OP_UNREGISTER);
+	if (!ret && op_prctl(OB_PR_RSEQ_OP_UNREGISTER)) {
+		fprintf(stderr, "opbench: register N=%d: the timed node cannot be unregistered\n", n);
+		return 2;
+	}
 	ops_unregister(&to);
 	return !valid;
 }

@@ -99,6 +99,10 @@ in_buildroot --bind "$out" make -s -C "$TOPDIR/microbench" O="$out" >/dev/null |
 mkdir -p "$out/walker-loops"
 for f in "${fl[@]}"; do
 	k=$(kernel_dir "$f")
+	if [ ! -f "$k/System.map" ] || [ ! -f "$k/vmlinux" ]; then
+		log "walker loops of $f not counted: no System.map or vmlinux in $k"
+		continue
+	fi
 	fn=$(awk '$3 == "rseq_ops_apply" || $3 == "rseq_apply_ops" ||
 		$3 == "rseq_apply_ops_or_report" { print $3; exit }' "$k/System.map")
 	[ -n "$fn" ] || continue

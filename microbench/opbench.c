@@ -553,6 +553,7 @@ int main(int argc, char **argv)
 		emit_order(benches[b].name, base.seed, ops, nops);
 		for (int i = 0; i < nops; i++) {
 			struct bench_ctx ctx = base;
+			int r;
 
 			ctx.bench = benches[b].name;
 			ctx.walks = benches[b].walks;
@@ -564,7 +565,14 @@ int main(int argc, char **argv)
 			progress("%s: %d operations (%s, %s area), %d x %ld loops",
 				 ctx.bench, ctx.nr_ops, op_type_name(ctx.type),
 				 reg_mode_name(ctx.reg), ctx.samples, ctx.loops);
-			if (benches[b].fn(&ctx))
+			r = benches[b].fn(&ctx);
+			/* 2: the thread's state cannot be trusted for another cell */
+			if (r == 2) {
+				fprintf(stderr, "opbench: %s N=%d left this thread's operations in an unknown state; stopping\n",
+					ctx.bench, ctx.nr_ops);
+				return 2;
+			}
+			if (r)
 				ret = 1;
 		}
 	}

@@ -130,3 +130,13 @@ def test_needs_the_resident_flavour(tmp_path):
     a = synthetic_analysis(tmp_path)
     a["flavours"] = ["baseline", "ops", "rfc"]
     assert designs.analyse(a) is None
+
+
+def test_target_not_assessed_without_an_rfc_slope(tmp_path):
+    """No RFC in the run: the target is not assessed, and said so."""
+    a = synthetic_analysis(tmp_path, with_loops=False)
+    a["flavours"] = ["baseline", "ops", "resident"]
+    d = designs.analyse(a)
+    text = " ".join(" ".join(opbench_report.designs_lines(d, a)).split())
+    assert "Not assessed: no RFC slope in this run." in text
+    assert "Met" not in text
