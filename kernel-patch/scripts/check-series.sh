@@ -19,7 +19,7 @@ src=$("$TOPDIR/kernel-patch/scripts/kernel-source.sh")
 srcver=$(cat "$src/.git/rseq-opbench-version")
 wt=$CACHE_DIR/build/$srcver/$TOOLCHAIN/check-series
 objs="kernel/rseq.o kernel/sys.o kernel/entry/common.o kernel/sched/core.o
-	kernel/fork.o kernel/signal.o fs/exec.o arch/x86/kernel/signal.o"
+	kernel/fork.o kernel/exit.o kernel/signal.o fs/exec.o arch/x86/kernel/signal.o"
 ccache_env
 
 am_series "$src" "$srcver" "$wt" "${patches[@]}"
