@@ -142,4 +142,29 @@ def analyse(a):
                 "slope": m["b"] if m and "b" in m else None,
                 "slope_ci": m.get("b_ci") if m else None,
                 "full": [n for f, n in g["unsupported"] if f == fl]})
+    out["breakeven"] = _breakeven(out)
     return out
+
+
+def _breakeven(d):
+    """When the resident design wins: the walks after which what it saves
+    per operation (switch's slopes per walk) has paid for what its
+    registration round trip costs more, with N = 0 held and with the
+    largest N measured. One row per other design."""
+    sl = {s["flavour"]: s["value"] for s in d["slopes"]
+          if s["bench"] == "switch"}
+    reg = {r["flavour"]: {c["nr_ops"]: c["value"] for c in r["cells"]}
+           for r in d["register"]}
+    res = reg.get("resident", {})
+    rows = []
+    for fl in d["flavours"]:
+        if fl == "resident" or fl not in sl or "resident" not in sl:
+            continue
+        save = sl[fl] - sl["resident"]
+        for n in sorted(set(reg.get(fl, {})) & set(res))[:1] + \
+                sorted(set(reg.get(fl, {})) & set(res))[-1:]:
+            extra = res[n] - reg[fl][n]
+            rows.append({"flavour": fl, "nr_ops": n, "extra": extra,
+                         "save_per_walk": save,
+                         "walks": extra / save if save > 0 else None})
+    return rows

@@ -789,6 +789,25 @@ def designs_lines(d, a):
             elif not d["loops"][fl]:
                 lines.append("  %-10s not counted (see walker-loops/%s.txt)"
                              % (fl, fl))
+    be = d.get("breakeven") or []
+    if be:
+        lines += [""] + textwrap.wrap(
+            "When each design wins: the resident registration round trip "
+            "costs more; each walk saves the difference of the switch "
+            "slopes per operation. Walks of one operation to pay back one "
+            "register and unregister:", WIDTH)
+        for r in be:
+            lines.append("  vs %-4s N=%-5d +%s per round trip, %s saved "
+                         "a walk: %s walks" % (
+                             r["flavour"], r["nr_ops"], num(r["extra"]),
+                             num(r["save_per_walk"]),
+                             "%.0f" % r["walks"] if r["walks"] is not None
+                             else "never"))
+        lines += textwrap.wrap(
+            "A thread that keeps its operations registered across more "
+            "returns after a switch than that is cheaper with the resident "
+            "design; one that registers and unregisters around a few "
+            "returns, or changes its nodes in place, is not.", WIDTH)
     reg = {r["flavour"]: r for r in d["register"]}
     res = reg.get("resident")
     if res and res["slope"] is not None:

@@ -140,3 +140,20 @@ def test_target_not_assessed_without_an_rfc_slope(tmp_path):
     text = " ".join(" ".join(opbench_report.designs_lines(d, a)).split())
     assert "Not assessed: no RFC slope in this run." in text
     assert "Met" not in text
+
+
+def test_breakeven_in_walks(tmp_path):
+    """What the resident registration costs more, over what each walk of
+    one operation saves: rows against ops and rfc, in walks."""
+    a = synthetic_analysis(tmp_path, with_loops=False)
+    for c in next(g for g in a["groups"] if g["bench"] == "register")["cells"]:
+        if c["flavour"] == "resident":
+            c["value"] += 460.0
+    d = designs.analyse(a)
+    rows = {(r["flavour"], r["nr_ops"]): r for r in d["breakeven"]}
+    # ops saves 29 - 6 = 23 a walk; resident costs 460 - 2 x 1024 more at
+    # N = 1024 than ops (negative: never behind) and 460 at N = 0.
+    assert abs(rows[("ops", 0)]["walks"] - 460.0 / 23.0) < 0.05
+    assert abs(rows[("rfc", 0)]["walks"] - 460.0 / 38.0) < 0.05
+    text = " ".join(" ".join(opbench_report.designs_lines(d, a)).split())
+    assert "When each design wins" in text
