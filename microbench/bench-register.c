@@ -36,31 +36,6 @@ static int op_prctl(int cmd)
 	return prctl(OB_PR_RSEQ_OP, cmd, (unsigned long)&timed, 0, 0) ? -errno : 0;
 }
 
-/* A node of the cell's type, as reg.c makes them, writing timed_words. */
-static void timed_init(enum op_type type)
-{
-	struct ob_rseq_op_reset *r = (void *)&timed;
-	static uint64_t src = MARK ^ 0x5555;
-
-	memset(&timed, 0, sizeof(timed));
-	switch (type) {
-	case OP_CPU:
-	case OP_MMCID:
-		timed.node.type = type == OP_CPU ? OB_RSEQ_OP_RESET_WITH_STRIDE_CPUID :
-				  OB_RSEQ_OP_RESET_WITH_STRIDE_MMCID;
-		timed.dst = (uintptr_t)timed_words;
-		timed.dst_stride = sizeof(timed_words[0]);
-		timed.len = 8;
-		break;
-	default:
-		r->node.type = OB_RSEQ_OP_RESET;
-		r->dst = (uintptr_t)timed_words;
-		r->src = type == OP_NULL ? 0 : (uintptr_t)&src;
-		r->len = type == OP_RESET4 ? 4 : 8;
-		break;
-	}
-}
-
 static void timed_arm(void)
 {
 	for (int i = 0; i < STRIDE_SLOTS; i++)
@@ -89,7 +64,9 @@ int bench_register(struct bench_ctx *ctx)
 	ret = thread_setup(ctx, &to);
 	if (ret)
 		return ret < 0;
-	timed_init(ctx->type);
+	/* A node of the cell's type, as reg.c makes them, writing timed_words */
+	memset(&timed, 0, sizeof(timed));
+	op_node_init(&timed, ctx->type, timed_words, &to.src);
 	ret = ctx->no_ops ? 0 : op_prctl(OB_PR_RSEQ_OP_REGISTER);
 	if (n >= OB_RSEQ_OP_LIST_LIMIT) {
 		/* The kernel must refuse one more: say so, or fail the gate. */

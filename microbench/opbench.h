@@ -217,6 +217,7 @@ int ops_register(struct thread_ops *to, struct ob_rseq *area, enum op_type type,
 const char *layout_name(enum layout l);
 int parse_layout(const char *s, enum layout *l);
 void shuffle_ints(int *v, int n, uint64_t *state);
+int op_node_init(void *n, enum op_type type, uint64_t *dst, const uint64_t *src);
 void ops_unregister(struct thread_ops *to);
 const char *ops_refusal(int err, const struct ob_rseq *area);
 void ops_arm(struct thread_ops *to);

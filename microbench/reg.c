@@ -241,6 +241,39 @@ static int nodes_alloc(struct thread_ops *to, int nr)
 }
 
 /*
+ * Fill the zeroed node @n with an operation of @type storing into @dst (slot
+ * 0 of STRIDE_SLOTS for the strided types), from @src for the types that
+ * have a source. -EINVAL for an unknown type.
+ */
+int op_node_init(void *n, enum op_type type, uint64_t *dst, const uint64_t *src)
+{
+	struct ob_rseq_op_reset *r = n;
+	struct ob_rseq_op_reset_with_stride *s = n;
+
+	switch (type) {
+	case OP_RESET4:
+	case OP_RESET8:
+	case OP_NULL:
+		r->node.type = OB_RSEQ_OP_RESET;
+		r->dst = (uintptr_t)dst;
+		r->src = type == OP_NULL ? 0 : (uintptr_t)src;
+		r->len = type == OP_RESET4 ? 4 : 8;
+		return 0;
+	case OP_CPU:
+	case OP_MMCID:
+		s->node.type = type == OP_CPU ?
+			OB_RSEQ_OP_RESET_WITH_STRIDE_CPUID :
+			OB_RSEQ_OP_RESET_WITH_STRIDE_MMCID;
+		s->dst = (uintptr_t)dst;
+		s->dst_stride = sizeof(uint64_t);
+		s->len = 8;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/*
  * Register @nr operations of @type on this thread, laid out as @layout; 0
  * or -errno of the first refusal (-EINVAL on a kernel without RSEQ
  * operations, -EOPNOTSUPP on a legacy area, -ENOTSUPP there from the RFC
@@ -263,31 +296,9 @@ int ops_register(struct thread_ops *to, struct ob_rseq *area, enum op_type type,
 		return -ENOMEM;
 	for (int i = 0; i < nr; i++) {
 		char *n = node_at(to, i);
-		uint64_t *dst = to->words + i * slots(type);
-		struct ob_rseq_op_reset *r = (void *)n;
-		struct ob_rseq_op_reset_with_stride *s = (void *)n;
 
-		switch (type) {
-		case OP_RESET4:
-		case OP_RESET8:
-		case OP_NULL:
-			r->node.type = OB_RSEQ_OP_RESET;
-			r->dst = (uintptr_t)dst;
-			r->src = type == OP_NULL ? 0 : (uintptr_t)&to->src;
-			r->len = type == OP_RESET4 ? 4 : 8;
-			break;
-		case OP_CPU:
-		case OP_MMCID:
-			s->node.type = type == OP_CPU ?
-				OB_RSEQ_OP_RESET_WITH_STRIDE_CPUID :
-				OB_RSEQ_OP_RESET_WITH_STRIDE_MMCID;
-			s->dst = (uintptr_t)dst;
-			s->dst_stride = sizeof(uint64_t);
-			s->len = 8;
-			break;
-		default:
+		if (op_node_init(n, type, to->words + i * slots(type), &to->src))
 			return -EINVAL;
-		}
 		if (pretend)
 			continue;
 		if (prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_REGISTER, (unsigned long)n, 0, 0)) {
