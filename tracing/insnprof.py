@@ -225,8 +225,12 @@ def table(out, counts, per, top=30):
 
 
 def walks_of(samples):
-    """The walks opbench's timed samples declared: loops x walks per loop."""
-    return sum(r["loops"] * r["walks_per_loop"] for r in samples)
+    """The walks opbench's timed samples say happened: each kept iteration
+    that showed the benchmark's event walks walks_per_loop times; one in
+    which the yield found no partner to switch to (no_event) walks not at
+    all, and the sample can still be valid."""
+    return sum((r["kept"] - r.get("no_event", 0)) * r["walks_per_loop"]
+               for r in samples)
 
 
 def check(out, entered, counts, samples):

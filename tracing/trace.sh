@@ -137,7 +137,8 @@ insnboot() {
 
 case $mode in
 insn)
-	qh=$("$tdir/insnprof/qemu-plugin-header.sh") || die "cannot get qemu-plugin.h"
+	qh=$(manifest_get qemu_plugin_h) && [ -f "$qh/qemu-plugin.h" ] ||
+		die "no qemu-plugin.h in the manifest ($MANIFEST): make plugin-header"
 	make -s -C "$tdir/insnprof" O="$out/bin" QEMU_PLUGIN_H="$qh" "$out/bin/insnprof.so" ||
 		die "cannot build the plugin tracing/insnprof"
 	insnboot "$flavour" "$ops" "$out/$flavour-$ops"

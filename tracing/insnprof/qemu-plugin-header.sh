@@ -3,8 +3,10 @@
 # qemu-plugin-header.sh - qemu-plugin.h of the installed QEMU, from Debian's
 # own qemu source package, cached; prints the directory holding it.
 #
-# Usage: tracing/insnprof/qemu-plugin-header.sh
-# Debian ships no qemu-plugin.h in a binary package. This fetches the source
+# Usage: tracing/insnprof/qemu-plugin-header.sh (make plugin-header)
+# A build step, like the kernels and the image: it records the directory in
+# the run manifest (qemu_plugin_h), and later stages (trace.sh, the tests)
+# read it from there and never fetch. Debian ships no qemu-plugin.h in a binary package. This fetches the source
 # package of exactly the installed qemu-system-x86 (its source version) through a
 # project-owned apt configuration in the cache (deb-src of this release, its
 # updates and its security suite; nothing on the host changes), takes
@@ -18,6 +20,7 @@ ver=$(dpkg-query -W -f='${source:Version}' qemu-system-x86 2>/dev/null) ||
 	die "qemu-system-x86 is not installed: make deps"
 dst=$CACHE_DIR/qemu-plugin/${ver//:/_}
 if [ -f "$dst/qemu-plugin.h" ]; then
+	manifest_set qemu_plugin_h "$dst" qemu_plugin_version "$ver"
 	echo "$dst"
 	exit 0
 fi
@@ -57,5 +60,6 @@ mkdir -p "$dst.new"
 cp "$h" "$dst.new/qemu-plugin.h"
 rm -rf "$dst"
 mv "$dst.new" "$dst"
+manifest_set qemu_plugin_h "$dst" qemu_plugin_version "$ver"
 log "qemu-plugin.h of qemu $ver (API $(sed -n 's/^#define QEMU_PLUGIN_VERSION //p' "$dst/qemu-plugin.h")): $dst"
 echo "$dst"
