@@ -8,7 +8,9 @@
                                         plots/*.png, plots/*.svg
 
 Usage: analysis/analyze.py [RESULTS_DIR] [--out DIR] [--force]
-Without RESULTS_DIR, the newest benchmark run under results/ is analysed.
+Without RESULTS_DIR, the newest complete benchmark run under results/ is
+analysed; an incomplete one (interrupted: it holds INCOMPLETE) only when
+named, and its report says so.
 An existing analysis is never overwritten: --force keeps it as
 analysis.old-<UTC date>/ and writes the new one in its place. The output is
 built in a temporary directory and renamed only when complete.
@@ -17,6 +19,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -72,6 +75,9 @@ def write(rdir, outdir, force):
 
 
 def main():
+    # SIGTERM unwinds like SIGINT does, so that the temporary output is
+    # removed and no half-written analysis is left behind.
+    signal.signal(signal.SIGTERM, lambda sig, frame: sys.exit(128 + sig))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("results", nargs="?", help="results/<date>-<label>/")
     ap.add_argument("--out", help="output directory "
@@ -84,6 +90,10 @@ def main():
     try:
         rdir = args.results or opbench_data.newest_run(
             os.path.join(TOP, "results"))
+        if os.path.exists(os.path.join(rdir, opbench_data.INCOMPLETE)):
+            print("analyze: WARNING: %s is incomplete (it holds %s): the "
+                  "report says so" % (rdir, opbench_data.INCOMPLETE),
+                  file=sys.stderr)
         outdir = args.out or os.path.join(rdir, "analysis")
         text, plots = write(rdir, outdir, args.force)
     except opbench_data.ResultsError as e:

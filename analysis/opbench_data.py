@@ -119,14 +119,28 @@ def parse_perf_bench(path):
 BOOT_RE = re.compile(r"^boot-(\d+)-(.+)$")
 
 
+# bench.sh writes this file into a run before its first boot, and
+# bench-run.sh removes it once the benchmarks and the tracing are complete:
+# a run that still holds it was interrupted or failed half-way (its lines
+# say when and how).
+INCOMPLETE = "INCOMPLETE"
+
+
 def newest_run(root):
-    """The newest benchmark run (with boot records) under root."""
+    """The newest complete benchmark run (with boot records) under root;
+    an incomplete one is taken only when named."""
     runs = [d for d in glob.glob(os.path.join(root, "*"))
             if glob.glob(os.path.join(d, "boot-*", "opbench.json"))]
-    if not runs:
-        raise ResultsError("no benchmark run under %s; run `make bench` "
-                           "first or name a results directory" % root)
-    return max(runs, key=os.path.basename)
+    done = [d for d in runs
+            if not os.path.exists(os.path.join(d, INCOMPLETE))]
+    if not done:
+        raise ResultsError(
+            "no complete benchmark run under %s%s; run `make bench` first or "
+            "name a results directory" % (root, "" if not runs else
+                                          " (incomplete: %s)" % ", ".join(
+                                              sorted(map(os.path.basename,
+                                                         runs)))))
+    return max(done, key=os.path.basename)
 
 
 def load(rdir):
@@ -165,6 +179,9 @@ def load(rdir):
         os.path.abspath(rdir)), "provenance": read_kv(
             os.path.join(rdir, "provenance")), "boots": boots,
             "manifest": read_kv(os.path.join(rdir, "manifest")),
+            "incomplete": (read_kv(os.path.join(rdir, INCOMPLETE))
+                           if os.path.exists(os.path.join(rdir, INCOMPLETE))
+                           else None),
             "walk_counts": walk_counts(rdir)}
 
 

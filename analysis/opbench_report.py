@@ -81,6 +81,12 @@ def header(run, a):
     vm = next((b["vm"] for b in boots if b["vm"]), {})
     title = "rseq-opbench report: %s" % a["run"]
     lines = [title, "=" * len(title)]
+    if run.get("incomplete") is not None:
+        lines += field("WARNING", "this run is INCOMPLETE (%s): the figures "
+                       "cover only what was measured before it stopped" % (
+                           run["incomplete"].get("interrupted") or
+                           "it stopped before the benchmarks and tracing "
+                           "completed"))
     lines += field("Run", "plan %s; %d boots in order %s; %s" % (
         p.get("plan", p.get("profile", "?")), len(boots),
         " ".join(b["flavour"] for b in boots), p.get("ops", "")))

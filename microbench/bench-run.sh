@@ -57,6 +57,16 @@ if [ -z "$out" ] || [ ! -d "$out" ]; then
 	die "the benchmark step produced no results directory; see the messages above"
 fi
 [ $rc = 0 ] || log "some boots failed (status $rc); analysing what they measured"
+# bench.sh marked the run incomplete; an interruption from here on says so
+# there too, and the marker goes once benchmarks and tracing are done.
+interrupted() {
+	echo "interrupted=SIG$1 during the tracing, $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$out/INCOMPLETE"
+	log "interrupted by SIG$1: $out is marked incomplete ($out/INCOMPLETE)"
+	trap - "$1"
+	kill -s "$1" $$
+}
+trap 'interrupted INT' INT
+trap 'interrupted TERM' TERM
 step 2 "tracing: flame graph of signal, walk latency of switch at 2048 operations, walks per loop counted at 64"
 t=$(date +%s)
 if [[ " $flavours " == *" ops "* ]]; then
@@ -79,6 +89,9 @@ else
 	log "no ops flavour in FLAVOURS: nothing to trace"
 fi
 took[tracing]=$(( $(date +%s) - t ))
+# Every record is in: the analysis writes atomically on its own.
+trap - INT TERM
+rm -f "$out/INCOMPLETE"
 step 3 "analysis: statistics, plots, report"
 t=$(date +%s)
 /usr/bin/python3 "$TOPDIR/analysis/analyze.py" "$out" -q ||

@@ -3,6 +3,7 @@
 # bench.sh - boot each flavour in turn and run the microbenchmarks in its guest.
 #
 # Usage: microbench/bench.sh   (make bench, through microbench/bench-run.sh)
+# The run holds INCOMPLETE from its first moment; bench-run.sh removes it.
 # Env:   PLAN=quick|default|walker (microbench/plans/<PLAN>.plan), ACCEL=
 #        icount|tcg|auto (default icount: every figure is then a count of
 #        guest instructions, not time), LABEL (default the plan),
@@ -57,6 +58,17 @@ done
 for f in "${fl[@]}"; do kernel_dir "$f" >/dev/null; done
 img=$(manifest_get image) || die "no guest image in the manifest ($MANIFEST): make image"
 out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "${LABEL:-$plan}")
+# Incomplete until bench-run.sh has traced it: neither newest_run nor the
+# report takes it unnamed. A SIGINT or SIGTERM says so in the marker.
+echo "started=$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$out/INCOMPLETE"
+interrupted() {
+	echo "interrupted=SIG$1 during the benchmarks, $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$out/INCOMPLETE"
+	log "interrupted by SIG$1: $out is marked incomplete ($out/INCOMPLETE)"
+	trap - "$1"
+	kill -s "$1" $$
+}
+trap 'interrupted INT' INT
+trap 'interrupted TERM' TERM
 # Against the guest's glibc (2.41: its rseq area is v2), in the build root.
 in_buildroot --bind "$out" make -s -C "$TOPDIR/microbench" O="$out" >/dev/null ||
 	die "cannot build microbench/opbench and tcmodel in the build root"
