@@ -16,12 +16,13 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 
 #include "opbench.h"
 
 struct partner {
 	struct bench_ctx *ctx;
-	int state;		/* 0 starting, 1 ready, -1 failed */
+	int state;		/* 0 starting, 1 ready, -1 failed, -2 refused */
 	int stop;
 	long enter;		/* the partner's yields begun */
 	long loops;		/* the partner's yields returned */
@@ -35,9 +36,16 @@ static void *partner_fn(void *arg)
 	struct thread_ops to;
 	struct watch w = { };
 	uint8_t full;
+	int ret;
 
-	if (pin_or_complain(p->ctx, p->ctx->cpu) || thread_setup(p->ctx, &to)) {
+	if (pin_or_complain(p->ctx, p->ctx->cpu)) {
 		__atomic_store_n(&p->state, -1, __ATOMIC_RELEASE);
+		return NULL;
+	}
+	/* > 0: refused, and the partner emitted the unsupported record. */
+	ret = thread_setup(p->ctx, &to);
+	if (ret) {
+		__atomic_store_n(&p->state, ret > 0 ? -2 : -1, __ATOMIC_RELEASE);
 		return NULL;
 	}
 	watch_ops(&w, &to, ops_slot(&to, p->ctx->cpu));
@@ -93,7 +101,12 @@ int bench_switch(struct bench_ctx *ctx)
 		pthread_join(th, NULL);
 		iters_free(&it);
 		ops_unregister(&to);
-		return 0;	/* the partner emitted the record */
+		if (p.state == -2)
+			return 0;	/* the partner's unsupported record */
+		/* No record would say why the cell is missing: fail the run. */
+		fprintf(stderr, "opbench: switch: N=%d: the partner thread could not be pinned or set up: no record for this cell\n",
+			ctx->nr_ops);
+		return 1;
 	}
 	slot = ops_slot(&to, ctx->cpu);
 	watch_ops(&w, &to, slot);
