@@ -4,6 +4,7 @@ the guest, a short perf trace of the ops kernel and the prime-count
 validation of the bpftrace scripts.
 """
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -121,6 +122,27 @@ def test_validate_catches_a_wrong_count(tmp_path):
     assert not check_trace.validate([str(d)])
 
 
+def test_validate_nodes_of_walks_while_registering(tmp_path):
+    """rseq_ops_rate.bt also counts the nodes applied: N per walk, exactly,
+    unless the thread was switched out while its list was still being
+    registered (a walk of fewer nodes); never more than N per walk."""
+    d = tmp_path / "rseq_ops_rate"
+    d.mkdir()
+
+    def check(nodes, registering):
+        (d / "rseq_ops_rate.bt.out").write_text(
+            "@walks[primesig]: 1010\n@nodes[primesig]: %d\n" % nodes)
+        (d / "prime-signals.json").write_text(json.dumps(
+            {"signals": 1009, "nr_ops": 7, "switches": 1,
+             "switches_registering": registering, "resets_checked": 1}))
+        return check_trace.validate([str(d)])
+    assert check(1010 * 7, 0)
+    assert not check(1010 * 7 - 3, 0)
+    assert check(1010 * 7 - 3, 1)
+    assert not check(1010 * 7 + 1, 1)
+    assert not check(1009 * 7 - 1, 1)
+
+
 def trace(tmp_path, *args):
     env = dict(os.environ, ACCEL="tcg", RESULTS_ROOT=str(tmp_path))
     r = subprocess.run([os.path.join(TRACING, "trace.sh")] + list(args),
@@ -164,4 +186,7 @@ def test_bpftrace_scripts_count_prime_walks(flavours, image, tmp_path):
     assert ": OK" in v and "MISMATCH" not in v
     _, hists = check_trace.parse(os.path.join(out, "rseq_ops_lat",
                                               "rseq_ops_lat.bt.out"))
-    assert sum(b[2] for b in hists[("ns", "primesig")]) >= 1009
+    with open(os.path.join(out, "rseq_ops_lat", "prime-signals.json")) as f:
+        w = json.loads(f.read().strip().splitlines()[-1])
+    assert w["signals"] == 1009 and w["resets_checked"] == 1, w
+    assert sum(b[2] for b in hists[("ns", "primesig")]) >= w["signals"]

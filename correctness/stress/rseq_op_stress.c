@@ -3,7 +3,9 @@
  * rseq_op_stress.c - adversarial and concurrent use of RSEQ operations.
  *
  * For DURATION seconds, forks victim processes, each running one scenario
- * picked at random from the table below with its own seed. A scenario
+ * of the table below with its own seed, the scenarios in rounds of one
+ * permutation each drawn from SEED (each runs once before any runs
+ * twice). A scenario
  * either keeps the contract (the victim must live and exit 0) or breaks it
  * on purpose (it must die of SIGSEGV, and only after the breaking write).
  * Each victim writes its stage to a shared page: STAGE_BROKEN is set just
@@ -1024,6 +1026,29 @@ static double since(const struct timespec *t)
 	return (now.tv_sec - t->tv_sec) + (now.tv_nsec - t->tv_nsec) / 1e9;
 }
 
+/*
+ * The next victim's scenario: the scenarios in rounds, each round a
+ * permutation drawn from the seed, so that every scenario runs once
+ * before any runs twice (a draw per victim left some out of short runs).
+ */
+static int next_scenario(unsigned int *seed)
+{
+	static int order[NR_SCENARIOS], left;
+
+	if (!left) {
+		for (int i = 0; i < NR_SCENARIOS; i++)
+			order[i] = i;
+		for (int i = NR_SCENARIOS - 1; i > 0; i--) {
+			int j = rand_r(seed) % (i + 1), t = order[i];
+
+			order[i] = order[j];
+			order[j] = t;
+		}
+		left = NR_SCENARIOS;
+	}
+	return order[--left];
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -1111,7 +1136,7 @@ int main(int argc, char **argv)
 
 			if (slot[s].pid)
 				continue;
-			slot[s].sc = only >= 0 ? only : (int)(vseed % NR_SCENARIOS);
+			slot[s].sc = only >= 0 ? only : next_scenario(&seed);
 			clock_gettime(CLOCK_MONOTONIC, &slot[s].t);
 			memset(&reps[s], 0, sizeof(reps[s]));
 			pid = fork();
