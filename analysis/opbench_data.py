@@ -11,7 +11,10 @@ Input, as microbench/bench.sh writes it:
 Output: analyse() returns one JSON-serialisable dict; opbench_report and
 opbench_plots render it, and the notebook reloads it.
 
-Only records are read: nothing is parsed back out of text meant for people.
+Mostly records are read. Three inputs are text written for people and
+parsed here all the same, until their producers write records: perf bench's
+output (parse_perf_bench), bpftrace's printed maps (walk_counts), and the
+walker-loops tables (designs.walker_loops).
 """
 import collections
 import glob
