@@ -72,6 +72,53 @@ endif
 TEST_FLAVOURS := baseline ops
 TRACED = $(or $(FLAVOUR),$(TRACE_FLAVOUR))
 
+# Bad input is refused here, while make reads this file: before any
+# prerequisite runs (deps installs packages, source fetches the kernel,
+# image runs debootstrap), with -j too. A script's own checks run with
+# --check, which checks the arguments and stops; $(shell) does not see the
+# command line's variables (make 4.3), so each is passed by name.
+goals = $(filter $(1),$(MAKECMDGOALS))
+sq = '$(subst ','\'',$(1))'
+check = $(call check_status,$(shell $(1) 2>&1),$(1))
+check_status = $(if $(filter-out 0,$(.SHELLSTATUS)),$(error $(or $(1),refused: $(2))))
+check_env = KCONFIG=$(call sq,$(KCONFIG)) TOOLCHAIN=$(call sq,$(TOOLCHAIN)) \
+	$(foreach v,$(filter SERIES_%,$(.VARIABLES)),$(v)=$(call sq,$($(v))))
+check_kernels = $(call check,$(check_env) kernel-patch/scripts/kernels.sh --check $(1))
+
+ifneq ($(call goals,plan-check bench bench-kernels),)
+# The plan, as common.sh's load_plan reads it; OPS only for make bench,
+# whose scripts would see it.
+$(call check,$(if $(call goals,bench),$(if $(filter command line,$(origin OPS)),OPS=$(call sq,$(OPS))),env -u OPS) \
+	$(check_env) bash -c '. scripts/common.sh && load_plan "$$1"' bench $(call sq,$(PLAN)))
+endif
+ifneq ($(call goals,bench bench-kernels),)
+$(call check_kernels,$(BENCH_FLAVOURS))
+endif
+ifneq ($(call goals,kernels vm-check check-series),)
+$(call check_kernels,$(FLAVOURS))
+endif
+ifneq ($(call goals,kernel),)
+ifeq ($(FLAVOUR),)
+$(error kernel: name one: make kernel FLAVOUR=baseline|ops|control|<name> [SERIES=...])
+endif
+$(call check,$(check_env) kernel-patch/scripts/kernel-build.sh --check $(call sq,$(FLAVOUR)) $(SERIES))
+endif
+ifneq ($(call goals,differential),)
+ifeq ($(wildcard $(RFC_SERIES)/.),)
+$(error differential: RFC_SERIES=$(RFC_SERIES) does not exist; point it at the RFC patches)
+endif
+$(call check_kernels,ops rfc)
+endif
+ifneq ($(call goals,stress test-resident),)
+$(call check,$(check_env) FLAVOUR=$(call sq,$(FLAVOUR)) SCENARIO=$(call sq,$(SCENARIO)) \
+	STRESS_SEMANTICS=$(call sq,$(STRESS_SEMANTICS)) correctness/stress.sh --check $(call sq,$(DURATION)))
+endif
+ifneq ($(call goals,flamegraph),)
+ifneq ($(words $(filter perf instructions,$(MODE))) $(words $(MODE)),1 1)
+$(error flamegraph: MODE=$(MODE): want perf or instructions)
+endif
+endif
+
 .PHONY: help deps buildroot source config kernels kernel test-kernels image \
 	vm-check boot-time test test-host selftests selftests-op differential \
 	check-series plan-check bench bench-kernels bench-walker report flamegraph trace \
@@ -180,7 +227,6 @@ kernels: source
 	$(Q)kernel-patch/scripts/kernels.sh $(FLAVOURS)
 
 kernel: source
-	$(Q)test -n "$(FLAVOUR)" || { echo 'kernel: name one: make kernel FLAVOUR=baseline|ops|control|<name> [SERIES=...]' >&2; exit 2; }
 	$(Q)kernel-patch/scripts/kernel-build.sh "$(FLAVOUR)" $(SERIES) >/dev/null
 
 # What make test boots beyond FLAVOURS: the debug kernel of ops, and the
@@ -237,17 +283,17 @@ test-resident: source image
 	$(Q)$(MAKE) --no-print-directory stress FLAVOUR=resident
 
 differential: source image
-	$(Q)test -d "$(RFC_SERIES)" || { echo 'differential: RFC_SERIES=$(RFC_SERIES) does not exist; point it at the RFC patches' >&2; exit 2; }
 	$(Q)kernel-patch/scripts/kernels.sh ops rfc
 	$(Q)correctness/differential.sh
 
+# The plan is checked while make reads this file (above).
 plan-check:
-	$(Q)test -f "$(PLAN_FILE)" || { echo "bench: PLAN=$(PLAN) is unknown; use one of: $$(ls microbench/plans | sed 's/\.plan$$//' | paste -sd' ')" >&2; exit 2; }
+	@:
 
-bench-kernels: plan-check source
+bench-kernels: source
 	$(Q)kernel-patch/scripts/kernels.sh $(BENCH_FLAVOURS)
 
-bench: plan-check deps bench-kernels image
+bench: deps bench-kernels image
 	$(Q)PLAN=$(PLAN) FLAVOURS="$(BENCH_FLAVOURS)" microbench/bench-run.sh
 
 bench-walker:

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # stress.sh - adversarial use of RSEQ operations on the debug kernel, in a guest.
 #
-# Usage: correctness/stress.sh [DURATION_SECONDS]     (make stress DURATION=...)
+# Usage: correctness/stress.sh [--check] [DURATION_SECONDS]  (make stress DURATION=...)
 # Env:   STRESS_KCONFIG (kernel configuration, default debug: KASAN, lockdep,
 #        lockup detectors), FLAVOUR (default ops), PARALLEL (victims at a
 #        time, default 4), SEED, SCENARIO (only that scenario; default
@@ -18,13 +18,17 @@
 # task, RCU stall). Output: results/<UTC date>-stress-<kconfig>-<secs>s/
 # with the summary (summary.json) and vm-images/guest-run's boot directory
 # (console log, launcher record, provenance, commands, kernel problems).
-# The last line on stdout is that directory.
+# The last line on stdout is that directory. --check: check the arguments
+# and stop (make stress, before it builds anything).
 set -euo pipefail
 . "$(dirname "$0")/../scripts/common.sh"
 export BUILDROOT_MAKE=no	# after the build: use the build root, never make it
 
+check=
+[ "${1:-}" != --check ] || { check=1; shift; }
 secs=${1:-${DURATION:-600}}
-[[ "$secs" =~ ^[0-9]+$ ]] && [ "$secs" -gt 0 ] || die "DURATION='$secs' is not a positive number of seconds"
+[[ "$secs" =~ ^[0-9]+$ ]] && [ "$secs" -gt 0 ] ||
+	die "DURATION='$secs' is not a positive number of seconds (e.g. DURATION=600, the default)"
 [ -z "${STRESS_PROFILE:-}" ] || die "STRESS_PROFILE is now STRESS_KCONFIG (default|debug)"
 export KCONFIG=${STRESS_KCONFIG:-debug}
 flavour=${FLAVOUR:-ops}
@@ -41,6 +45,7 @@ esac
 if [ -n "${SCENARIO:-}" ]; then
 	[[ "$SCENARIO" =~ ^[a-z-]+$ ]] || die "SCENARIO='$SCENARIO' is not a scenario name (correctness/stress/rseq_op_stress.c --list)"
 fi
+[ -z "$check" ] || exit 0
 
 kernel_dir "$flavour" >/dev/null
 label=stress-$KCONFIG-${secs}s

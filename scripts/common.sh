@@ -71,6 +71,19 @@ split_flavour() {
 		die "flavour name '$FLAVOUR_NAME' may only hold letters, digits, - and _"
 }
 
+# flavour_series NAME: the series a flavour is built from when none is
+# named, the same for every target: SERIES_<name> (make sets SERIES_rfc
+# from RFC_SERIES and SERIES_resident from RESIDENT_SERIES), and for
+# resident kernel-patch/resident/ without it. Empty for baseline, ops and
+# control (kernel-build.sh knows theirs) and for a name with no series.
+flavour_series() {
+	local var=SERIES_${1//-/_}
+	case $1 in
+	resident) echo "${!var:-$TOPDIR/kernel-patch/resident}" ;;
+	*) echo "${!var:-}" ;;
+	esac
+}
+
 # Config fragments of the current kernel configuration, in merge order.
 fragments() {
 	echo "$TOPDIR/kernel-patch/configs/opbench.config"

@@ -2,13 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernel-build.sh - build one kernel flavour from the cached Debian source.
 #
-# Usage: kernel-patch/scripts/kernel-build.sh FLAVOUR [SERIES]
+# Usage: kernel-patch/scripts/kernel-build.sh [--check] FLAVOUR [SERIES]
 #   FLAVOUR  baseline | ops | control | any name for SERIES (letters,
 #            digits, - and _)
 #   SERIES   directory of patches (a `series` order file or *.patch in name
 #            order) or an mbox; ops is kernel-patch/series/; control is
 #            kernel-patch/series/ plus the planted bug in
 #            kernel-patch/controls/ (the negative control of make test)
+#   --check  check FLAVOUR, SERIES, KCONFIG and TOOLCHAIN, and stop (make,
+#            before it fetches or builds anything)
 # Env:   KVER, KCONFIG (default|debug), TOOLCHAIN (trixie|host), CACHE_DIR,
 #        V=1 for the full build log
 #
@@ -23,7 +25,9 @@
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/common.sh"
 
-flavour=${1:?usage: kernel-build.sh FLAVOUR [SERIES]}
+check=
+[ "${1:-}" != --check ] || { check=1; shift; }
+flavour=${1:?usage: kernel-build.sh [--check] FLAVOUR [SERIES]}
 series=${2:-}
 [[ "$flavour" =~ ^[A-Za-z0-9_-]+$ ]] ||
 	die "flavour name '$flavour' may only hold letters, digits, - and _"
@@ -42,17 +46,19 @@ ops | control)
 	fi
 	;;
 *)
-	[ -n "$series" ] || die "flavour '$flavour' needs a series: SERIES=<patch directory or mbox>"
+	[ -n "$series" ] || series=$(flavour_series "$flavour")
+	[ -n "$series" ] ||
+		die "flavour '$flavour' needs a series: SERIES=<patch directory or mbox> (make kernel), or set SERIES_${flavour//-/_}=<patch directory or mbox>"
 	;;
 esac
 if [ -n "$series" ]; then
-	[ -e "$series" ] || die "series '$series' does not exist"
+	[ -e "$series" ] || die "series '$series' does not exist; name a patch directory or an mbox"
 	series=$(realpath "$series")
 	mapfile -t patches < <(patch_list "$series")
 	[ ${#patches[@]} -gt 0 ] || die "no patches in '$series' (want *.patch, a 'series' file or an mbox)"
 	patches+=(${extra[@]+"${extra[@]}"})
 	for p in "${patches[@]}"; do
-		[ -f "$p" ] || die "series '$series' lists '$p', which does not exist"
+		[ -f "$p" ] || die "series '$series' lists '$p', which does not exist; correct its series file"
 	done
 	series_hash=$(hash_files "${patches[@]}")
 else
@@ -60,7 +66,10 @@ else
 	series_hash=none
 fi
 
-fragments >/dev/null	# an unknown KCONFIG fails here, before any work
+# An unknown KCONFIG or TOOLCHAIN fails here, before any work.
+fragments >/dev/null
+toolchain_dir >/dev/null
+[ -z "$check" ] || exit 0
 src=$("$TOPDIR/kernel-patch/scripts/kernel-source.sh")
 srcver=$(cat "$src/.git/rseq-opbench-version")
 base=$(build_base "$srcver")

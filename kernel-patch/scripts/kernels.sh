@@ -2,26 +2,38 @@
 # SPDX-License-Identifier: GPL-2.0
 # kernels.sh - build several flavours in turn.
 #
-# Usage: kernel-patch/scripts/kernels.sh FLAVOUR[@TOOLCHAIN]...
+# Usage: kernel-patch/scripts/kernels.sh [--check] FLAVOUR[@TOOLCHAIN]...
 # baseline, ops (kernel-patch/series/) and control (ops plus the planted bug
 # of kernel-patch/controls/) need no series; any other flavour takes its
-# series from SERIES_<name> (make sets SERIES_rfc from RFC_SERIES);
-# resident, the kernel-resident variant, defaults to kernel-patch/resident/.
-# "ops@host" is ops built with TOOLCHAIN=host. Stops at the first failure.
+# series as kernel-build.sh does for make kernel (flavour_series in
+# common.sh): SERIES_<name>, and for resident, the kernel-resident variant,
+# kernel-patch/resident/ by default.
+# "ops@host" is ops built with TOOLCHAIN=host. Every flavour is checked
+# (kernel-build.sh --check) before the first is built; --check stops there.
+# Stops at the first failure.
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/common.sh"
 
-[ $# -gt 0 ] || die "usage: kernels.sh FLAVOUR[@TOOLCHAIN]..."
-SERIES_resident=${SERIES_resident:-$TOPDIR/kernel-patch/resident}
+check=
+[ "${1:-}" != --check ] || { check=1; shift; }
+[ $# -gt 0 ] || die "usage: kernels.sh [--check] FLAVOUR[@TOOLCHAIN]..."
+
+# kernel_build [--check] FLAVOUR[@TOOLCHAIN]: kernel-build.sh, which
+# takes the flavour's series as every target does (flavour_series).
+kernel_build() {
+	local opt=()
+	[ "$1" != --check ] || { opt=(--check); shift; }
+	split_flavour "$1"
+	TOOLCHAIN=$FLAVOUR_TOOLCHAIN "$TOPDIR/kernel-patch/scripts/kernel-build.sh" \
+		${opt[@]+"${opt[@]}"} "$FLAVOUR_NAME" >/dev/null
+}
+
+for spec in "$@"; do
+	kernel_build --check "$spec"
+done
+[ -z "$check" ] || exit 0
 t0=$(date +%s)
 for spec in "$@"; do
-	split_flavour "$spec"
-	f=$FLAVOUR_NAME
-	var=SERIES_${f//-/_}
-	case $f in
-	baseline | ops | control) ;;
-	*) [ -n "${!var:-}" ] || die "flavour '$f' needs a series: set $var=<patch directory or mbox>" ;;
-	esac
-	TOOLCHAIN=$FLAVOUR_TOOLCHAIN "$TOPDIR/kernel-patch/scripts/kernel-build.sh" "$f" ${!var:+"${!var}"} >/dev/null
+	kernel_build "$spec"
 done
 log "all requested flavours ($*) done in $(fmt_secs $(( $(date +%s) - t0 )))"
