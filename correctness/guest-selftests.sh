@@ -7,7 +7,7 @@
 # selftest binaries, TAP output, and vm-images/guest-run's console log,
 # launcher record, provenance, commands, kernel problems); an earlier run is
 # never overwritten. The last line on stdout is that directory.
-# Env:   ACCEL (default auto: KVM where it works, else TCG),
+# Env:   ACCEL (default: accel_for check in common.sh),
 #        RESULTS_ROOT (default results/)
 # Exit status: the guest's (0 only when every test passed and the kernel
 # printed no WARNING, BUG or Oops).
@@ -33,7 +33,7 @@ case $flavour in ops | resident) require=1 ;; esac
 log "[$flavour] running '$mode' selftests in the guest (timeout ${timeout}s; log $out/)"
 rc=0
 "$TOPDIR/vm-images/guest-run" --flavour "$flavour" --out "$out" --timeout "$timeout" \
-	--accel "${ACCEL:-auto}" -- env REQUIRE_OPS=$require ./selftests.sh "$mode" "$rounds" \
+	--accel "$(accel_for check)" -- env REQUIRE_OPS=$require ./selftests.sh "$mode" "$rounds" \
 	| tee "$out/tap.txt" || rc=$?
 log "[$flavour] exit status $rc; results in $out"
 # The one line on stdout: where the run is (correctness/differential.sh reads it).

@@ -70,7 +70,7 @@ st=0
 # an interrupt taken during start_kernel() in 2 boots of 6 (0 of 8 with
 # no5lvl), long before any process runs. Such a report taints the kernel
 # and turns lockdep off for the whole run.
-"$TOPDIR/vm-images/guest-run" --flavour "$flavour" --out "$out" --accel "${ACCEL:-auto}" \
+"$TOPDIR/vm-images/guest-run" --flavour "$flavour" --out "$out" --accel "$(accel_for check)" \
 	--timeout $((secs + 600)) --append no5lvl -- ./guest-stress.sh > "$out/guest-stdout.txt" || st=$?
 echo "# STRESS_KCONFIG=$KCONFIG FLAVOUR=$flavour PARALLEL=$par SEED=${SEED:-} SCENARIO=${SCENARIO:-} semantics=${semantics:-list}" >> "$out/commands.txt"
 grep '^{' "$out/guest-stdout.txt" | tail -1 > "$out/summary.json" || true

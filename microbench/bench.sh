@@ -5,8 +5,7 @@
 # Usage: microbench/bench.sh   (make bench, through microbench/bench-run.sh)
 # The run holds INCOMPLETE from its first moment; bench-run.sh removes it.
 # Env:   PLAN=quick|default|walker (microbench/plans/<PLAN>.plan), ACCEL=
-#        icount|tcg|auto (default icount: every figure is then a count of
-#        guest instructions, not time), LABEL (default the plan),
+#        icount|tcg|kvm|auto (default: accel_for measure in common.sh), LABEL (default the plan),
 #        RESULTS_ROOT (default results/), SEED (default: drawn, recorded);
 #        FLAVOURS, SWEEP, LOOPS, SAMPLES, WARMUP, BENCHES, TYPES, BOOTS,
 #        PERF_BENCH override the plan's.
@@ -27,7 +26,7 @@ export BUILDROOT_MAKE=no	# after the build: use the build root, never make it
 
 plan=${PLAN:-default}
 load_plan "$plan"
-accel=${ACCEL:-icount}
+accel=$(accel_for measure)
 read -r -a fl <<< "$FLAVOURS"
 [ ${#fl[@]} -gt 0 ] || die "no flavours to boot: FLAVOURS is empty"
 # The boot is the unit of the statistics: each flavour boots BOOTS times,

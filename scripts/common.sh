@@ -23,6 +23,20 @@ TOPDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MANIFEST=${MANIFEST:-$CACHE_DIR/manifest}
 export CACHE_DIR KVER KCONFIG TOOLCHAIN TOPDIR MANIFEST
 
+# The QEMU accelerator when ACCEL is not set, decided here once (make help
+# says the same). It sets the unit of every figure: measurements
+# (benchmarks, tracing) run under icount, where a figure counts guest
+# instructions exactly and is never time; checks (stress, selftests,
+# vm-check, boot-time) under auto, KVM where it boots an ordinary kernel
+# and TCG elsewhere. guest-run and opbench-vm have no default of their own.
+accel_for() {
+	case $1 in
+	measure) echo "${ACCEL:-icount}" ;;
+	check) echo "${ACCEL:-auto}" ;;
+	*) echo "accel_for: '$1': want measure or check" >&2; return 1 ;;
+	esac
+}
+
 # Messages carry the script's name; errors say what to do about them.
 _me=$(basename "$0" .sh)
 log() { echo "$_me: $*" >&2; }

@@ -148,12 +148,13 @@ def test_guest_run_names_what_is_missing(tmp_path):
     m = fake_manifest(tmp_path, ["trixie/default/ops"])
     env = dict(os.environ, MANIFEST=m)
     r = guest_run(tmp_path, "--flavour", "baseline", "--out",
-                  str(tmp_path / "b"), "--dry-run", "--", "true", env=env)
+                  str(tmp_path / "b"), "--accel", "tcg", "--dry-run", "--",
+                  "true", env=env)
     assert r.returncode == 2
     assert "guest-run: error: flavour 'baseline'" in r.stderr
     assert "make kernels FLAVOURS=baseline KCONFIG=default" in r.stderr
     r = guest_run(tmp_path, "--flavour", "ops", "--out", str(tmp_path / "b"),
-                  "--dry-run", "--", "true",
+                  "--accel", "tcg", "--dry-run", "--", "true",
                   env=dict(env, MANIFEST=str(tmp_path / "none")))
     assert r.returncode == 2 and "make kernels" in r.stderr
 
@@ -163,10 +164,33 @@ def test_guest_run_never_reuses_a_boot_directory(tmp_path):
     out = tmp_path / "boot"
     out.mkdir()
     (out / "console.log").write_text("an earlier boot\n")
-    r = guest_run(tmp_path, "--flavour", "ops", "--out", str(out), "--",
-                  "true", env=dict(os.environ, MANIFEST=m))
+    r = guest_run(tmp_path, "--flavour", "ops", "--out", str(out),
+                  "--accel", "tcg", "--", "true",
+                  env=dict(os.environ, MANIFEST=m))
     assert r.returncode == 2 and "already holds a boot" in r.stderr
     assert (out / "console.log").read_text() == "an earlier boot\n"
+
+
+def test_the_accelerator_is_the_callers_to_decide(tmp_path):
+    """guest-run and opbench-vm have no default accelerator: the scripts
+    decide it in one place (scripts/common.sh accel_for)."""
+    m = fake_manifest(tmp_path, ["trixie/default/ops"])
+    r = guest_run(tmp_path, "--flavour", "ops", "--out", str(tmp_path / "b"),
+                  "--dry-run", "--", "true", env=dict(os.environ, MANIFEST=m,
+                                                      ACCEL="tcg"))
+    assert r.returncode == 2 and "--accel" in r.stderr, r.stderr
+    r = subprocess.run([LAUNCHER, "--kernel", "k", "--image", "i", "--share",
+                        str(tmp_path), "--show-command", "--", "true"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "--accel" in r.stderr, r.stderr
+    base = {k: v for k, v in os.environ.items() if k != "ACCEL"}
+    for kind, default in (("measure", "icount"), ("check", "auto")):
+        for extra, want in (({}, default), ({"ACCEL": "kvm"}, "kvm")):
+            r = subprocess.run(["bash", "-c", ". scripts/common.sh && "
+                                "accel_for %s" % kind], cwd=TOP,
+                               env=dict(base, **extra), capture_output=True,
+                               text=True)
+            assert r.stdout.strip() == want, (kind, extra, r.stderr)
 
 
 def test_show_command_boots_nothing(tmp_path):
@@ -183,7 +207,7 @@ def test_show_command_boots_nothing(tmp_path):
 def test_missing_kernel_is_a_clear_error(tmp_path):
     r = subprocess.run([LAUNCHER, "--kernel", str(tmp_path / "bzImage"),
                         "--image", str(tmp_path / "img"), "--share",
-                        str(tmp_path), "--", "true"],
+                        str(tmp_path), "--accel", "tcg", "--", "true"],
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 2
     assert "no such file" in r.stderr and "make kernels" in r.stderr

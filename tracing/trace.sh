@@ -21,7 +21,7 @@
 #       nokaslr): insn.folded, flame.svg, table.txt (instructions per
 #       function per walk), check.txt (the plugin's total against the
 #       TSC's); with VS_*, diff.svg
-# Env: ACCEL (default icount), LOOPS, SAMPLES (bpf, overhead), FREQ and
+# Env: ACCEL (default: accel_for measure in common.sh), LOOPS, SAMPLES (bpf, overhead), FREQ and
 #      SECONDS_TRACED (flame: perf's rate, default 997 Hz, and window,
 #      default 1 s of guest time),
 #      ROUNDS (overhead, default 3), RESULTS_ROOT (default results/).
@@ -36,7 +36,7 @@ export BUILDROOT_MAKE=no	# after the build: use the build root, never make it
 mode=${1:?usage: tracing/trace.sh flame|bpf|validate|overhead|insn FLAVOUR ...}
 flavour=${2:?usage: tracing/trace.sh $mode FLAVOUR ...}
 shift 2
-accel=${ACCEL:-icount}
+accel=$(accel_for measure)
 loops=${LOOPS:-200}
 samples=${SAMPLES:-3}
 freq=${FREQ:-997}

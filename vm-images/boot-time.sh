@@ -3,7 +3,7 @@
 # boot-time.sh - measure boot-to-command time of a flavour's guest.
 #
 # Usage: vm-images/boot-time.sh FLAVOUR [RUNS] [ACCEL]   (make boot-time;
-#        defaults: 5 runs, tcg)
+#        defaults: 5 runs, accel_for check in common.sh)
 # Boots RUNS times running `true`; prints each time from QEMU start to the
 # guest command's start (the launcher's boot_to_command_s), then the median.
 # The boots' directories are kept under results/<UTC date>-boot-time-<f>/.
@@ -12,7 +12,7 @@ set -euo pipefail
 
 flavour=${1:?usage: boot-time.sh FLAVOUR [RUNS] [ACCEL]}
 runs=${2:-5}
-accel=${3:-tcg}
+accel=${3:-$(accel_for check)}
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "RUNS='$runs' is not a positive number"
 kernel_dir "$flavour" >/dev/null
 out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "boot-time-$flavour")

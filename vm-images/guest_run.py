@@ -122,10 +122,11 @@ def parse_args(argv):
     p.add_argument("--copy", action="append", default=[], metavar="FILE",
                    help="put FILE into the boot directory for the guest; "
                    "removed after the boot")
-    p.add_argument("--accel", default=os.environ.get("ACCEL") or "icount",
+    p.add_argument("--accel", required=True,
                    choices=["auto", "kvm", "tcg", "icount"],
-                   help="QEMU accelerator (default: $ACCEL or icount; under "
-                   "icount guest time counts instructions)")
+                   help="QEMU accelerator (no default here: the scripts "
+                   "decide it, scripts/common.sh accel_for; under icount "
+                   "guest time counts instructions)")
     p.add_argument("--timeout", type=float, default=1800,
                    help="seconds before the guest is killed (default 1800)")
     p.add_argument("--append", default="", help="extra kernel arguments")

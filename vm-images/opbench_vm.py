@@ -340,9 +340,10 @@ def parse_args(argv):
     p.add_argument("--share", required=True,
                    help="host directory shared as /share (inputs, outputs); "
                    "the command runs there")
-    p.add_argument("--accel", default="auto",
+    p.add_argument("--accel", required=True,
                    choices=["auto", "kvm", "tcg", "icount"],
-                   help="auto: KVM if it can boot an ordinary kernel, TCG "
+                   help="no default (scripts/common.sh accel_for decides "
+                   "it for the scripts); auto: KVM if it can boot an ordinary kernel, TCG "
                    "otherwise; icount: TCG with -icount %s" % ICOUNT_OPTS)
     p.add_argument("--smp", type=int, default=2, help="vCPUs (default 2)")
     p.add_argument("--mem", default="2G", help="guest memory (default 2G)")

@@ -16,7 +16,7 @@ out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" vm-check)
 rc=0
 for f in "$@"; do
 	st=0
-	"$TOPDIR/vm-images/guest-run" --flavour "$f" --out "$out/$f" --accel "${ACCEL:-auto}" \
+	"$TOPDIR/vm-images/guest-run" --flavour "$f" --out "$out/$f" --accel "$(accel_for check)" \
 		--timeout 180 -- sh -c \
 		'echo "$(uname -r) $(LD_SHOW_AUXV=1 /bin/true | grep -o "AT_RSEQ_FEATURE_SIZE: *[0-9]*" | tr -d " " | tr : =)"' |
 		sed "s/^/$f: /" || st=$?
