@@ -17,11 +17,13 @@ legacy or on glibc's area (groups switch+legacy, switch+glibc, ... of
 opbench_data.analyse) for the system-wide table.
 """
 import collections
-import json
 import os
 
 import numpy as np
 
+# opbench_data imports this module too: only its functions are used, at
+# call time, so either may be imported first.
+import opbench_data
 import opbench_stats as st
 
 MODES = ("legacy", "ops")
@@ -41,31 +43,16 @@ def load(run):
         p = os.path.join(run["dir"], b["dir"], "tcmodel.json")
         if not os.path.exists(p):
             continue
-        recs = []
-        with open(p) as f:
-            for i, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    recs.append(json.loads(line))
-                except ValueError as e:
-                    raise ValueError("%s line %d: %s" % (p, i, e))
-        out[b["index"]] = recs
+        out[b["index"]] = opbench_data.read_records(p)
     return out
 
 
 def _scale(recs, accel, where):
-    """Ticks to the unit, from the boot's tcmodel clock records."""
-    clock = [r for r in recs if r.get("kind") == "clock"]
-    if not clock:
-        return None
-    tpi = float(np.median([r["ticks_per_insn"] for r in clock]))
-    if accel == "icount":
-        if abs(tpi - 1.0) > 1e-3:
-            raise ValueError("%s: tcmodel's clock shows %.4f ticks per "
-                             "instruction under icount, not 1" % (where, tpi))
-        return 1.0
-    return float(np.median([r["ns_per_tick"] for r in clock]))
+    """Ticks to the unit, from the boot's tcmodel clock records, checked as
+    opbench's are (opbench_data.clocks); None without a clock record."""
+    c = opbench_data.clocks({"boots": [{"index": 0, "dir": where,
+                                        "records": recs}]}, accel)
+    return c[0]["scale"] if c else None
 
 
 def analyse(run, a):

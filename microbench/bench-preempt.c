@@ -65,7 +65,6 @@
 
 #include "opbench.h"
 
-#define WAKER_PRIO	50
 #define CAL_LOOPS	100000	/* calibration iterations */
 #define THR_FACTOR	20	/* threshold: this many median loop deltas */
 
@@ -80,13 +79,13 @@ struct gap {
 	uint32_t bits;		/* GAP_* */
 };
 
-enum { W_STARTING, W_RUNNING, W_FAILED, W_NO_FIFO, W_UNSUPPORTED };
-
-struct waker {
+/* W: the shared periodic waker (common.h), its own words, what S reads. */
+struct preempt_waker {
+	struct waker w;
 	struct bench_ctx *ctx;
-	int state;		/* W_* */
-	int err;		/* W_NO_FIFO: why */
-	int stop;
+	struct thread_ops to;	/* W's: nothing registered unless --waker-ops */
+	struct watch watch;	/* W's words, checked around each sleep */
+	uint8_t full;
 	/* W's wake-ups: bumped (release) once per wake-up, after violations */
 	unsigned long seq __attribute__((aligned(64)));
 	long violations;	/* wake-ups after which W's own words were wrong */
@@ -106,58 +105,56 @@ struct spin {
 	bool truncated;		/* out: stopped before the wake-ups wanted */
 };
 
+/* Before each sleep: the same instructions with and without operations. */
+static inline void waker_arm(void *arg)
+{
+	struct preempt_waker *pw = arg;
+
+	watch_arm(&pw->watch);
+}
+
+/* After each wake-up: W's own words, then the sequence S reads. */
+static inline void waker_woken(void *arg)
+{
+	struct preempt_waker *pw = arg;
+	uint8_t b = watch_read(&pw->watch);
+
+	if (pw->to.nr ? b != pw->full : b != 0)
+		__atomic_store_n(&pw->violations, pw->violations + 1,
+				 __ATOMIC_RELAXED);
+	__atomic_store_n(&pw->seq, pw->seq + 1, __ATOMIC_RELEASE);
+}
+
 static void *waker_fn(void *arg)
 {
-	struct waker *wk = arg;
-	struct bench_ctx *ctx = wk->ctx;
-	struct sched_param sp = { .sched_priority = WAKER_PRIO };
-	struct thread_ops to = { };	/* nothing registered: dummy words */
-	struct watch w = { };
-	struct timespec next;
-	uint8_t full;
+	struct preempt_waker *pw = arg;
+	struct bench_ctx *ctx = pw->ctx;
 	int ret;
 
 	if (pin_or_complain(ctx, ctx->cpu)) {
-		__atomic_store_n(&wk->state, W_FAILED, __ATOMIC_RELEASE);
+		__atomic_store_n(&pw->w.state, WAKER_FAILED, __ATOMIC_RELEASE);
 		return NULL;
 	}
-	ret = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	ret = waker_fifo();
 	if (ret) {
-		wk->err = ret;
-		__atomic_store_n(&wk->state, W_NO_FIFO, __ATOMIC_RELEASE);
+		pw->w.err = ret;
+		__atomic_store_n(&pw->w.state, WAKER_NO_FIFO, __ATOMIC_RELEASE);
 		return NULL;
 	}
-	ret = ctx->waker_ops ? thread_setup(ctx, &to) : 0;
+	ret = ctx->waker_ops ? thread_setup(ctx, &pw->to) : 0;
 	if (ret) {
 		/* 1: thread_setup() emitted an "unsupported" record */
-		__atomic_store_n(&wk->state, ret > 0 ? W_UNSUPPORTED : W_FAILED,
+		__atomic_store_n(&pw->w.state,
+				 ret > 0 ? WAKER_UNSUPPORTED : WAKER_FAILED,
 				 __ATOMIC_RELEASE);
 		return NULL;
 	}
-	watch_ops(&w, &to, ops_slot(&to, ctx->cpu));
-	full = watch_full(&w);
-	clock_gettime(CLOCK_MONOTONIC, &next);
-	__atomic_store_n(&wk->state, W_RUNNING, __ATOMIC_RELEASE);
-	while (!__atomic_load_n(&wk->stop, __ATOMIC_ACQUIRE)) {
-		uint8_t b;
-
-		next.tv_nsec += ctx->period_us * 1000L;
-		while (next.tv_nsec >= 1000000000L) {
-			next.tv_nsec -= 1000000000L;
-			next.tv_sec++;
-		}
-		/* The same instructions with and without operations. */
-		watch_arm(&w);
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
-			;
-		b = watch_read(&w);
-		if (to.nr ? b != full : b != 0)
-			__atomic_store_n(&wk->violations, wk->violations + 1,
-					 __ATOMIC_RELAXED);
-		__atomic_store_n(&wk->seq, wk->seq + 1, __ATOMIC_RELEASE);
-	}
+	watch_ops(&pw->watch, &pw->to, ops_slot(&pw->to, ctx->cpu));
+	pw->full = watch_full(&pw->watch);
+	/* The absolute schedule: a late wake-up shows as a multi-wake gap. */
+	waker_periods(&pw->w, waker_arm, waker_woken, pw, false);
 	if (ctx->waker_ops)
-		ops_unregister(&to);
+		ops_unregister(&pw->to);
 	return NULL;
 }
 
@@ -224,6 +221,7 @@ static __attribute__((noinline)) void spin_gaps(struct spin *sp, unsigned long w
 static int calibrate(uint64_t *med, double *ticks_per_ns)
 {
 	uint64_t *d = malloc(CAL_LOOPS * sizeof(*d)), a, prev, now;
+	struct quantiles q;
 	double ns;
 
 	if (!d)
@@ -238,8 +236,8 @@ static int calibrate(uint64_t *med, double *ticks_per_ns)
 	}
 	ns = now_ns() - ns;
 	*ticks_per_ns = ns > 0 ? (prev - a) / ns : 1.0;
-	qsort(d, CAL_LOOPS, sizeof(*d), cmp_u64);
-	*med = d[CAL_LOOPS / 2] ? d[CAL_LOOPS / 2] : 1;
+	quantiles(d, CAL_LOOPS, &q);
+	*med = q.med ? q.med : 1;
 	free(d);
 	return 0;
 }
@@ -298,13 +296,11 @@ static void emit_gaps(struct bench_ctx *ctx, int sample, const struct spin *sp,
 	emit_head(ctx, "gaps");
 	printf(",\"sample\":%d,\"clock\":\"tsc\",\"threshold\":%llu,"
 	       "\"ticks_per_us\":%.3f,"
-	       "\"loop_ticks\":%llu,\"period_us\":%d,\"waker_ops\":%s,"
-	       "\"loops\":%ld,\"wakeups\":%lu,\"nivcsw\":%ld,\"nvcsw\":%ld,"
+	       "\"loop_ticks\":%llu,\"loops\":%ld,\"wakeups\":%lu,\"nivcsw\":%ld,\"nvcsw\":%ld,"
 	       "\"waker_violations\":%ld,\"truncated\":%s,\"bracket_ok\":%s,"
 	       "\"gaps\":[",
 	       sample, (unsigned long long)sp->thr, ticks_per_ns * 1000,
-	       (unsigned long long)loop_ticks,
-	       ctx->period_us, ctx->waker_ops ? "true" : "false", ctx->loops,
+	       (unsigned long long)loop_ticks, ctx->loops,
 	       wakeups, nivcsw, nvcsw, wviol, sp->truncated ? "true" : "false",
 	       bracket_ok ? "true" : "false");
 	for (long k = 0; k < sp->n; k++)
@@ -317,7 +313,7 @@ static void emit_gaps(struct bench_ctx *ctx, int sample, const struct spin *sp,
 
 int bench_preempt(struct bench_ctx *ctx)
 {
-	struct waker wk = { .ctx = ctx };
+	struct preempt_waker wk = { .w.period_us = ctx->period_us, .ctx = ctx };
 	struct thread_ops to;
 	struct watch w = { };
 	struct spin sp = { };
@@ -358,23 +354,17 @@ int bench_preempt(struct bench_ctx *ctx)
 		 (unsigned long long)sp.thr, ctx->period_us,
 		 ctx->waker_ops ? ", waker with operations" : "");
 
-	ret = pthread_create(&th, NULL, waker_fn, &wk);
-	if (ret) {
-		fprintf(stderr, "opbench: preempt: cannot start the waker: %s\n",
-			strerror(ret));
-		ret = 1;
-		goto out;
-	}
-	while ((st = __atomic_load_n(&wk.state, __ATOMIC_ACQUIRE)) == W_STARTING)
-		sched_yield();
-	if (st != W_RUNNING) {
-		pthread_join(th, NULL);
-		if (st == W_NO_FIFO)
-			emit_unsupported(ctx, -wk.err, wk.err == EPERM ?
+	st = waker_start(&wk.w, &th, waker_fn, &wk);
+	if (st != WAKER_RUNNING) {
+		if (st == WAKER_NO_FIFO)
+			emit_unsupported(ctx, -wk.w.err, wk.w.err == EPERM ?
 					 "SCHED_FIFO refused for the waker: needs root or CAP_SYS_NICE" :
 					 "SCHED_FIFO refused for the waker");
-		/* W_UNSUPPORTED: W emitted the record; W_FAILED: it said why */
-		ret = st == W_FAILED;
+		/*
+		 * WAKER_UNSUPPORTED: W emitted the record; WAKER_FAILED: it
+		 * said why; -1: no thread, waker_start() said why.
+		 */
+		ret = st == WAKER_FAILED || st < 0;
 		goto out;
 	}
 	/* The slot to watch: a strided type's mm_cid may move when W starts. */
@@ -448,8 +438,7 @@ int bench_preempt(struct bench_ctx *ctx)
 			progress("preempt N=%d sample %d: truncated after %lu of %ld wake-ups",
 				 ctx->nr_ops, s, sp.s0 - s_start, ctx->loops);
 	}
-	__atomic_store_n(&wk.stop, 1, __ATOMIC_RELEASE);
-	pthread_join(th, NULL);
+	waker_stop(&wk.w, th);
 
 	/*
 	 * The gate: with operations every P-event rewrote both watched words

@@ -1,23 +1,39 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * common.c - what opbench and tcmodel share: the benchmarks' clock (what a
- * TSC tick is on this machine, measured), progress messages, option
- * numbers, pinning, the default CPUs and the flavour's name.
+ * common.c - what opbench and tcmodel share (declared in common.h): the
+ * benchmarks' clock (what a TSC tick is on this machine, measured), the
+ * records' head, a sample's median and percentiles, the SCHED_FIFO
+ * periodic waker, progress messages, option numbers, pinning, the default
+ * CPUs and the flavour's name.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <time.h>
 
-#include "opbench.h"
+#include "common.h"
 
 /* The program's name in its messages, and -q. */
 const char *ob_prog = "opbench";
 bool ob_quiet;
+const char *ob_flavour = "unknown";
+const char *ob_kernel = "";
+
+void ob_identify(void)
+{
+	static struct utsname uts;
+
+	uname(&uts);
+	ob_kernel = uts.release;
+	if (!strcmp(ob_flavour, "unknown"))
+		ob_flavour = flavour_of_release(uts.release);
+}
 
 void progress(const char *fmt, ...)
 {
@@ -52,6 +68,21 @@ int pin_self(int cpu)
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+/*
+ * Pin the calling thread for something that means nothing unpinned (two
+ * threads that must share a CPU, a loop that must not migrate); say which
+ * CPU could not be had.
+ */
+int pin_or_say(const char *who, int cpu)
+{
+	int ret = pin_self(cpu);
+
+	if (ret)
+		fprintf(stderr, "%s: %s: cannot pin to CPU %d: %s (see --cpu)\n",
+			ob_prog, who, cpu, strerror(-ret));
+	return ret;
 }
 
 /*
@@ -102,6 +133,26 @@ int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+void quantiles(uint64_t *v, long n, struct quantiles *q)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	q->med = v[n / 2];
+	q->p10 = v[n / 10];
+	q->p90 = v[n * 9 / 10];
+}
+
+void emit_rec_head(const struct rec_head *h, const char *kind)
+{
+	printf("{\"kind\":\"%s\",\"bench\":\"%s\",\"flavour\":\"%s\","
+	       "\"kernel\":\"%s\",\"nr_ops\":%d,\"op_type\":\"%s\",\"reg\":\"%s\","
+	       "\"cpu\":%d,\"layout\":\"%s\",\"waker_ops\":%s,\"period_us\":%d,"
+	       "\"warmup\":%d,\"no_ops\":%s,\"pad\":%d",
+	       kind, h->bench, ob_flavour, ob_kernel, h->nr_ops,
+	       op_type_name(h->type), reg_mode_name(h->reg), h->cpu,
+	       layout_name(h->layout), h->waker_ops ? "true" : "false",
+	       h->period_us, h->warmup, h->no_ops ? "true" : "false", h->pad);
+}
+
 /* @n iterations of a two-instruction loop (dec, jnz). */
 static void known_loop(long n)
 {
@@ -134,7 +185,7 @@ static uint64_t min_ticks(long n, int tries, double *ns)
  * does not count), and the guest's CLOCK_MONOTONIC nanoseconds per tick.
  * Under QEMU icount ticks_per_insn is 1: a tick is an instruction.
  */
-void emit_clock_for(const char *flavour, const char *release)
+void emit_clock(void)
 {
 	const long n1 = 20000, n2 = 120000;
 	double ns1, ns2;
@@ -143,8 +194,40 @@ void emit_clock_for(const char *flavour, const char *release)
 	printf("{\"kind\":\"clock\",\"flavour\":\"%s\",\"kernel\":\"%s\","
 	       "\"clock\":\"tsc\",\"insns\":%ld,\"ticks\":%llu,"
 	       "\"ticks_per_insn\":%.6f,\"ns_per_tick\":%.6f}\n",
-	       flavour, release, 2 * (n2 - n1),
+	       ob_flavour, ob_kernel, 2 * (n2 - n1),
 	       (unsigned long long)(t2 - t1), (double)(t2 - t1) / (2 * (n2 - n1)),
 	       t2 > t1 ? (ns2 - ns1) / (double)(t2 - t1) : 0.0);
 	fflush(stdout);
+}
+
+int waker_fifo(void)
+{
+	struct sched_param sp = { .sched_priority = WAKER_PRIO };
+
+	return pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+}
+
+int waker_start(struct waker *wk, pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	int ret, st;
+
+	wk->state = WAKER_STARTING;
+	wk->stop = 0;
+	ret = pthread_create(th, NULL, fn, arg);
+	if (ret) {
+		fprintf(stderr, "%s: preempt: cannot start the waker: %s\n", ob_prog,
+			strerror(ret));
+		return -1;
+	}
+	while ((st = __atomic_load_n(&wk->state, __ATOMIC_ACQUIRE)) == WAKER_STARTING)
+		sched_yield();
+	if (st != WAKER_RUNNING)
+		pthread_join(*th, NULL);
+	return st;
+}
+
+void waker_stop(struct waker *wk, pthread_t th)
+{
+	__atomic_store_n(&wk->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
 }

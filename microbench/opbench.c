@@ -32,7 +32,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "opbench.h"
@@ -60,8 +59,8 @@ static const struct bench benches[] = {
 
 #define NR_BENCHES	(int)(sizeof(benches) / sizeof(benches[0]))
 
-static struct utsname uts;
-static const char *flavour = "unknown";
+/* Entries an --ops list may have. */
+#define OPS_LIST_MAX	64
 
 /*
  * Start a timed sample: note the thread's context switches. emit_sample()
@@ -74,12 +73,6 @@ void sample_start(struct bench_ctx *ctx)
 		mark_begin();
 		ctx->mark_t0 = tsc_now();
 	}
-}
-
-/* What a tick is here: see common.c. */
-void emit_clock(void)
-{
-	emit_clock_for(flavour, uts.release);
 }
 
 int iters_alloc(struct iters *it, long n)
@@ -108,19 +101,10 @@ void iters_free(struct iters *it)
 	memset(it, 0, sizeof(*it));
 }
 
-/*
- * Pin the calling thread for a benchmark that means nothing unpinned (two
- * threads that must share a CPU, a loop that must not migrate); say which
- * CPU could not be had.
- */
+/* Pin the calling thread for the benchmark: see pin_or_say(). */
 int pin_or_complain(const struct bench_ctx *ctx, int cpu)
 {
-	int ret = pin_self(cpu);
-
-	if (ret)
-		fprintf(stderr, "opbench: %s: cannot pin to CPU %d: %s (see --cpu)\n",
-			ctx->bench, cpu, strerror(-ret));
-	return ret;
+	return pin_or_say(ctx->bench, cpu);
 }
 
 long nr_switches(void)
@@ -131,15 +115,17 @@ long nr_switches(void)
 	return ru.ru_nvcsw + ru.ru_nivcsw;
 }
 
-/* The fields every record starts with. */
+/* The fields every record of the cell starts with. */
 void emit_head(struct bench_ctx *ctx, const char *kind)
 {
-	printf("{\"kind\":\"%s\",\"bench\":\"%s\",\"flavour\":\"%s\","
-	       "\"kernel\":\"%s\",\"nr_ops\":%d,\"op_type\":\"%s\",\"reg\":\"%s\","
-	       "\"cpu\":%d,\"layout\":\"%s\"",
-	       kind, ctx->bench, flavour, uts.release, ctx->nr_ops,
-	       op_type_name(ctx->type), reg_mode_name(ctx->reg), ctx->cpu,
-	       layout_name(ctx->layout));
+	const struct rec_head h = {
+		.bench = ctx->bench, .nr_ops = ctx->nr_ops, .type = ctx->type,
+		.reg = ctx->reg, .cpu = ctx->cpu, .layout = ctx->layout,
+		.waker_ops = ctx->waker_ops, .period_us = ctx->period_us,
+		.warmup = ctx->warmup, .no_ops = ctx->no_ops, .pad = ctx->pad,
+	};
+
+	emit_rec_head(&h, kind);
 }
 
 static const char *const expect_names[] = {
@@ -166,7 +152,8 @@ bool emit_sample(struct bench_ctx *ctx, int sample, const struct iters *it,
 	sw = ctx->switches0 >= 0 ? nr_switches() - ctx->switches0 : -1;
 	long counted = 0, walked = 0, no_event = 0, partial = 0, missed = 0;
 	long outliers = 0, unexpected = 0;
-	uint64_t *v = malloc(it->n * sizeof(*v)), sum = 0, med = 0, p10 = 0, p90 = 0;
+	uint64_t *v = malloc(it->n * sizeof(*v)), sum = 0;
+	struct quantiles q = { };
 	const char *why = "";
 	bool valid;
 
@@ -206,12 +193,9 @@ bool emit_sample(struct bench_ctx *ctx, int sample, const struct iters *it,
 			v[counted++] = it->dt[i];
 	}
 	if (counted) {
-		qsort(v, counted, sizeof(*v), cmp_u64);
-		med = v[counted / 2];
-		p10 = v[counted / 10];
-		p90 = v[counted * 9 / 10];
+		quantiles(v, counted, &q);
 		for (long i = 0; i < counted; i++)
-			outliers += v[i] > 2 * med;
+			outliers += v[i] > 2 * q.med;
 	}
 	free(v);
 	/*
@@ -241,8 +225,8 @@ bool emit_sample(struct bench_ctx *ctx, int sample, const struct iters *it,
 	       "\"partial\":%ld,\"missed\":%ld,\"unexpected\":%ld,"
 	       "\"partner_violations\":%ld,\"better\":\"lower\","
 	       "\"walks_per_loop\":%d,",
-	       sample, ctx->loops, unit_of_loop, (unsigned long long)med,
-	       (unsigned long long)p10, (unsigned long long)p90,
+	       sample, ctx->loops, unit_of_loop, (unsigned long long)q.med,
+	       (unsigned long long)q.p10, (unsigned long long)q.p90,
 	       (double)sum / it->n, it->n, counted, outliers,
 	       expect_names[ctx->expect], walked, no_event, partial, missed,
 	       unexpected, partner_violations, ctx->walks);
@@ -337,7 +321,7 @@ static void shuffle(int *v, int n, unsigned int seed, const char *name)
 static void emit_order(const char *bench, unsigned int seed, const int *v, int n)
 {
 	printf("{\"kind\":\"order\",\"bench\":\"%s\",\"flavour\":\"%s\","
-	       "\"seed\":%u,\"nr_ops\":[", bench, flavour, seed);
+	       "\"seed\":%u,\"nr_ops\":[", bench, ob_flavour, seed);
 	for (int i = 0; i < n; i++)
 		printf("%s%d", i ? "," : "", v[i]);
 	printf("]}\n");
@@ -423,7 +407,7 @@ int main(int argc, char **argv)
 		.reg = REG_OWN, .type = OP_NR, .loops = 10000, .samples = 20,
 		.warmup = 2, .cpu = -1, .cpu2 = -1, .period_us = 331,
 	};
-	int ops[64] = { 0, 1, OB_RSEQ_OP_LIST_LIMIT }, nops = 3;
+	int ops[OPS_LIST_MAX] = { 0, 1, OB_RSEQ_OP_LIST_LIMIT }, nops = 3;
 	int opt, ret = 0;
 
 	while ((opt = getopt_long(argc, argv, "n:t:r:l:s:w:c:C:f:qh", lopts, NULL)) != -1) {
@@ -434,7 +418,7 @@ int main(int argc, char **argv)
 				       op_type_name(benches[i].type), benches[i].summary);
 			return 0;
 		case 'n':
-			nops = parse_ops(optarg, ops, 64);
+			nops = parse_ops(optarg, ops, OPS_LIST_MAX);
 			if (nops <= 0) {
 				fprintf(stderr, "opbench: --ops '%s': want numbers 0..%d, comma separated\n",
 					optarg, OB_RSEQ_OP_LIST_LIMIT);
@@ -476,7 +460,7 @@ int main(int argc, char **argv)
 			base.cpu2 = parse_num("--cpu2", optarg, 0);
 			break;
 		case 'f':
-			flavour = optarg;
+			ob_flavour = optarg;
 			break;
 		case 'q':
 			ob_quiet = true;
@@ -527,9 +511,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	uname(&uts);
-	if (!strcmp(flavour, "unknown"))
-		flavour = flavour_of_release(uts.release);
+	ob_identify();
 	default_cpus(&base.cpu, &base.cpu2, CPU_SETSIZE);
 	if (base.cpu < 0 || base.cpu2 < 0 || base.cpu >= CPU_SETSIZE ||
 	    base.cpu2 >= CPU_SETSIZE) {

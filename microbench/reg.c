@@ -19,9 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "opbench.h"
-
-#define OB_RSEQ_SIG	0x53053053
+#include "reg.h"
 
 extern __attribute__((weak)) const unsigned int __rseq_size;
 extern __attribute__((weak)) const ptrdiff_t __rseq_offset;

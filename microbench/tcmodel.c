@@ -75,19 +75,16 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "opbench.h"
+#include "common.h"
 
-#define SLAB_SHIFT	12		/* one 4 KiB slab region per CPU */
-#define NCPU_MAX	64
+#define SLAB_SHIFT	12		/* one 4 KiB slab region per CPU (OB_CPUS) */
 #define CLASS_HDR	8		/* offset of size class 1's header */
 #define CLASS_BEGIN	16		/* its slots, in words from the slab */
 #define CLASS_END	80
 #define CACHED_BIT	63
-#define WAKER_PRIO	50
 
 enum what {
 	W_PAIR, W_RECOVERY, W_SYSCALL, W_SIGNAL, W_FENCE, W_MIGRATE,
@@ -136,20 +133,18 @@ static __thread struct ob_rseq_op_reset ops_node __attribute__((aligned(64)));
 struct model {
 	char *rseq;			/* the thread's rseq area */
 	uint64_t *slabs;		/* tcmalloc_slabs */
-	char *base;			/* NCPU_MAX slab regions */
+	char *base;			/* OB_CPUS slab regions */
 	uint64_t gen __attribute__((aligned(64)));	/* events started */
 	uint64_t done;			/* events completed */
 	uint64_t cgen __attribute__((aligned(64)));	/* gen the cache was taken at */
 	uint64_t aborts;
 	long recoveries, stale, slow, pairs;
-	volatile int stopped[NCPU_MAX] __attribute__((aligned(64)));
+	volatile int stopped[OB_CPUS] __attribute__((aligned(64)));
 };
 
 static struct model m;
 static enum mode mode = M_LEGACY;
 static bool no_ops;
-static const char *flavour = "unknown";
-static struct utsname uts;
 static int cpu_a = -1, cpu_b = -1;
 static long loops = 1000, preempt_loops = 150;
 static int samples = 6, warmup = 1, period_us = 331;
@@ -175,10 +170,12 @@ enum { CS_DONE, CS_RECOVER, CS_STALE, CS_SLOW };
 	"leaq 3b(%%rip), %%rax\n\t"					\
 	"movq %%rax, 8(%[rseq])\n\t"
 
+#define STR_(x)	#x
+#define STR(x)	STR_(x)
 #define RSEQ_ABORT							\
 	".pushsection __rseq_failure, \"ax\"\n\t"			\
 	".byte 0x0f, 0xb9, 0x3d\n\t"					\
-	".long 0x53053053\n\t"						\
+	".long " STR(OB_RSEQ_SIG) "\n\t"					\
 	"4:\n\t"							\
 	"incq %[aborts]\n\t"						\
 	"jmp 6b\n\t"							\
@@ -272,7 +269,7 @@ static __attribute__((noinline)) bool tcm_cache(void)
 		       [base] "r"(m.base)
 		     : "rax", "rdx", "memory", "cc");
 	cpu = __atomic_load_n((uint32_t *)(m.rseq + 4), __ATOMIC_RELAXED);
-	if (cpu >= NCPU_MAX || m.stopped[cpu]) {
+	if (cpu >= OB_CPUS || m.stopped[cpu]) {
 		/* Uncache: the next operation recovers again. */
 		__atomic_and_fetch(m.slabs, ~(1ULL << CACHED_BIT), __ATOMIC_RELAXED);
 		return false;
@@ -363,12 +360,22 @@ static const char *mode_name(void)
 	return mode == M_LEGACY ? "legacy" : "ops";
 }
 
+/*
+ * The records' head, as opbench's (emit_rec_head()): the model's one NULL
+ * reset on glibc's area (ops mode) or none on a legacy area, and its
+ * waker, which holds none. Then the cell and the mode.
+ */
 static void head(const char *kind, enum what w)
 {
-	printf("{\"kind\":\"%s\",\"what\":\"%s\",\"mode\":\"%s\",\"flavour\":\"%s\","
-	       "\"kernel\":\"%s\",\"no_ops\":%s,\"cpu\":%d",
-	       kind, whats[w].name, mode_name(), flavour, uts.release,
-	       no_ops ? "true" : "false", cpu_a);
+	const struct rec_head h = {
+		.bench = "tcmodel", .nr_ops = mode == M_OPS, .type = OP_NULL,
+		.reg = mode == M_OPS ? REG_GLIBC : REG_LEGACY, .cpu = cpu_a,
+		.layout = LAYOUT_PACKED, .waker_ops = false,
+		.period_us = period_us, .warmup = warmup, .no_ops = no_ops,
+	};
+
+	emit_rec_head(&h, kind);
+	printf(",\"what\":\"%s\",\"mode\":\"%s\"", whats[w].name, mode_name());
 }
 
 static void unsupported(enum what w, int err, const char *why)
@@ -391,7 +398,7 @@ static int thread_register(const char **why)
 	if (done)
 		return 0;
 	if (mode == M_LEGACY) {
-		if (syscall(__NR_rseq, &legacy_tls.area, 32, 0, 0x53053053)) {
+		if (syscall(__NR_rseq, &legacy_tls.area, 32, 0, OB_RSEQ_SIG)) {
 			*why = "legacy rseq registration refused";
 			return -errno;
 		}
@@ -408,10 +415,7 @@ static int thread_register(const char **why)
 		m.rseq = (char *)area;
 		m.slabs = &ops_slabs;
 		memset(&ops_node, 0, sizeof(ops_node));
-		ops_node.node.type = OB_RSEQ_OP_RESET;
-		ops_node.dst = (uintptr_t)&ops_slabs;
-		ops_node.src = 0;	/* NULL: reset to zero */
-		ops_node.len = 8;
+		op_node_init(&ops_node, OP_NULL, &ops_slabs, NULL);	/* reset to zero */
 		if (!no_ops && prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_REGISTER,
 				     (unsigned long)&ops_node, 0, 0)) {
 			err = -errno;
@@ -483,26 +487,22 @@ static const char *gate(enum what w, const struct counts *c)
 static bool emit(enum what w, int sample, uint64_t *dt, long n, long iters,
 		 const struct counts *c)
 {
-	uint64_t med = 0, p10 = 0, p90 = 0;
+	struct quantiles q = { };
 	const char *why = gate(w, c);
 
-	if (n) {
-		qsort(dt, n, sizeof(*dt), cmp_u64);
-		med = dt[n / 2];
-		p10 = dt[n / 10];
-		p90 = dt[n * 9 / 10];
-	} else if (!*why && w != W_REMOTE) {
+	if (n)
+		quantiles(dt, n, &q);
+	else if (!*why && w != W_REMOTE)
 		why = "no iteration timed";
-	}
 	head("tcm", w);
 	printf(",\"sample\":%d,\"iterations\":%ld,\"timed\":%ld,\"clock\":\"tsc\","
 	       "\"tsc_median\":%llu,\"tsc_p10\":%llu,\"tsc_p90\":%llu,"
 	       "\"events\":%ld,\"recoveries\":%ld,\"stale\":%ld,\"slow\":%ld,"
 	       "\"aborts\":%ld,\"unattributed\":%ld,\"missed\":%ld,"
 	       "\"valid\":%s,\"why\":\"%s\"}\n",
-	       sample, iters, n, (unsigned long long)med, (unsigned long long)p10,
-	       (unsigned long long)p90, c->events, c->recoveries, c->stale,
-	       c->slow, c->aborts, c->unattributed, c->missed,
+	       sample, iters, n, (unsigned long long)q.med,
+	       (unsigned long long)q.p10, (unsigned long long)q.p90, c->events,
+	       c->recoveries, c->stale, c->slow, c->aborts, c->unattributed, c->missed,
 	       *why ? "false" : "true", why);
 	fflush(stdout);
 	if (*why)
@@ -588,50 +588,42 @@ static bool run_loop(enum what w)
 	return valid;
 }
 
-/* preempt: the waker, on the worker's CPU, at a higher priority. */
-struct waker {
-	int state;		/* 0 starting, 1 running, -1 failed */
-	int err;
-	int stop;
-};
+/*
+ * preempt: the waker (common.h), on the worker's CPU, at a higher priority.
+ * Each wake-up is an event: the worker is off the CPU while it runs.
+ */
+static inline void waker_arm(void *arg)
+{
+	(void)arg;
+}
+
+static inline void waker_woken(void *arg)
+{
+	(void)arg;
+	event_start();
+	event_done();
+}
 
 static void *waker_fn(void *arg)
 {
 	struct waker *wk = arg;
-	struct sched_param sp = { .sched_priority = WAKER_PRIO };
-	struct timespec next, now;
 
 	helper_register();
 	wk->err = -pin_self(cpu_a);
-	if (!wk->err)
-		wk->err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
 	if (wk->err) {
-		__atomic_store_n(&wk->state, -1, __ATOMIC_RELEASE);
+		__atomic_store_n(&wk->state, WAKER_FAILED, __ATOMIC_RELEASE);
 		return NULL;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &next);
-	__atomic_store_n(&wk->state, 1, __ATOMIC_RELEASE);
-	while (!__atomic_load_n(&wk->stop, __ATOMIC_ACQUIRE)) {
-		next.tv_nsec += period_us * 1000L;
-		if (next.tv_nsec >= 1000000000L) {
-			next.tv_nsec -= 1000000000L;
-			next.tv_sec++;
-		}
-		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
-		/* The worker is off the CPU while this runs: one CPU. */
-		event_start();
-		event_done();
-		/*
-		 * Woken a period late or more: start the period again from
-		 * now, or the next sleep returns at once and makes a second
-		 * event while the worker is still off the CPU.
-		 */
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec > next.tv_sec + 1 ||
-		    (now.tv_sec - next.tv_sec) * 1000000000L + now.tv_nsec -
-		    next.tv_nsec >= period_us * 1000L)
-			next = now;
+	wk->err = waker_fifo();
+	if (wk->err) {
+		__atomic_store_n(&wk->state, WAKER_NO_FIFO, __ATOMIC_RELEASE);
+		return NULL;
 	}
+	/*
+	 * A late wake-up starts the period again: a second wake-up at once
+	 * would be a second event in the same stretch off the CPU.
+	 */
+	waker_periods(wk, waker_arm, waker_woken, NULL, true);
 	return NULL;
 }
 
@@ -648,25 +640,21 @@ static void *waker_fn(void *arg)
 static bool run_preempt(void)
 {
 	uint64_t *dt = calloc(preempt_loops, sizeof(*dt));
-	struct waker wk = { };
+	struct waker wk = { .period_us = period_us };
 	pthread_t th;
 	bool valid = true;
-	int ret;
+	int st;
 
 	if (!dt) {
 		fprintf(stderr, "tcmodel: out of memory\n");
 		exit(1);
 	}
-	ret = pthread_create(&th, NULL, waker_fn, &wk);
-	if (ret) {
-		fprintf(stderr, "tcmodel: preempt: cannot start the waker: %s\n", strerror(ret));
+	st = waker_start(&wk, &th, waker_fn, &wk);
+	if (st < 0) {
 		free(dt);
 		return false;
 	}
-	while (!__atomic_load_n(&wk.state, __ATOMIC_ACQUIRE))
-		sched_yield();
-	if (wk.state < 0) {
-		pthread_join(th, NULL);
+	if (st != WAKER_RUNNING) {
 		unsupported(W_PREEMPT, -(wk.err ? wk.err : EPERM),
 			    "the waker cannot run SCHED_FIFO on the worker's CPU");
 		free(dt);
@@ -724,8 +712,7 @@ static bool run_preempt(void)
 		if (s >= 0)
 			valid &= emit(W_PREEMPT, s, dt, n, iters, &c);
 	}
-	__atomic_store_n(&wk.stop, 1, __ATOMIC_RELEASE);
-	pthread_join(th, NULL);
+	waker_stop(&wk, th);
 	free(dt);
 	return valid;
 }
@@ -970,7 +957,7 @@ int main(int argc, char **argv)
 			cpu_b = parse_num("--cpu2", optarg, 0);
 			break;
 		case 'f':
-			flavour = optarg;
+			ob_flavour = optarg;
 			break;
 		case 'P':
 			period_us = parse_num("--period-us", optarg, 10);
@@ -1010,14 +997,12 @@ int main(int argc, char **argv)
 	if (!list || parse_whats(list, want))
 		return 2;
 	free(list);
-	if (cpu_a >= NCPU_MAX || cpu_b >= NCPU_MAX) {
-		fprintf(stderr, "tcmodel: CPUs above %d are not modelled\n", NCPU_MAX - 1);
+	if (cpu_a >= OB_CPUS || cpu_b >= OB_CPUS) {
+		fprintf(stderr, "tcmodel: CPUs above %d are not modelled\n", OB_CPUS - 1);
 		return 2;
 	}
-	uname(&uts);
-	if (!strcmp(flavour, "unknown"))
-		flavour = flavour_of_release(uts.release);
-	default_cpus(&cpu_a, &cpu_b, NCPU_MAX);
+	ob_identify();
+	default_cpus(&cpu_a, &cpu_b, OB_CPUS);
 	if (cpu_a < 0 || cpu_b < 0) {
 		fprintf(stderr, "tcmodel: no usable CPU\n");
 		return 2;
@@ -1033,13 +1018,13 @@ int main(int argc, char **argv)
 			strerror(errno));
 		return 2;
 	}
-	m.base = aligned_alloc(1 << SLAB_SHIFT, (size_t)NCPU_MAX << SLAB_SHIFT);
+	m.base = aligned_alloc(1 << SLAB_SHIFT, (size_t)OB_CPUS << SLAB_SHIFT);
 	if (!m.base) {
 		fprintf(stderr, "tcmodel: out of memory\n");
 		return 1;
 	}
-	memset(m.base, 0, (size_t)NCPU_MAX << SLAB_SHIFT);
-	for (int c = 0; c < NCPU_MAX; c++) {
+	memset(m.base, 0, (size_t)OB_CPUS << SLAB_SHIFT);
+	for (int c = 0; c < OB_CPUS; c++) {
 		uint16_t *h = (uint16_t *)(m.base + ((size_t)c << SLAB_SHIFT) + CLASS_HDR);
 		void **slots = (void **)(m.base + ((size_t)c << SLAB_SHIFT));
 
@@ -1060,7 +1045,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tcmodel: cannot start a second thread\n");
 		return 1;
 	}
-	emit_clock_for(flavour, uts.release);
+	emit_clock();
 	for (int w = 0; w < W_NR; w++) {
 		if (!want[w])
 			continue;

@@ -12,15 +12,18 @@ import pytest
 from conftest import TOP
 
 RUNNER = os.path.join(TOP, "vm-images", "guest-run")
-SAMPLE_KEYS = {"kind", "bench", "flavour", "kernel", "nr_ops", "op_type",
-               "reg", "cpu", "sample", "loops", "loop", "clock", "tsc_median",
-               "tsc_p10", "tsc_p90", "tsc_mean", "counted", "outliers",
-               "expect", "walked", "no_event", "partial", "missed",
-               "unexpected", "partner_violations", "better",
-               "walks_per_loop", "valid", "why"}
-GATE_KEYS = {"kind", "bench", "flavour", "kernel", "nr_ops", "op_type", "reg",
-             "cpu", "check", "resets_expected", "resets_seen", "valid",
-             "detail"}
+# Every record of a cell starts with these (common.c's emit_rec_head()),
+# tcmodel's too: the cell and every variant a sample depends on.
+HEAD_KEYS = {"kind", "bench", "flavour", "kernel", "nr_ops", "op_type", "reg",
+             "cpu", "layout", "waker_ops", "period_us", "warmup", "no_ops",
+             "pad"}
+SAMPLE_KEYS = HEAD_KEYS | {
+    "sample", "loops", "loop", "clock", "tsc_median", "tsc_p10", "tsc_p90",
+    "tsc_mean", "counted", "outliers", "expect", "walked", "no_event",
+    "partial", "missed", "unexpected", "partner_violations", "better",
+    "walks_per_loop", "valid", "why"}
+GATE_KEYS = HEAD_KEYS | {
+    "check", "resets_expected", "resets_seen", "valid", "detail"}
 
 
 @pytest.fixture(scope="module")
@@ -133,6 +136,10 @@ def test_records_on_host(opbench):
         pytest.skip("this host's kernel has RSEQ operations")
     unsup = [x for x in recs if x["kind"] == "unsupported"]
     assert len(unsup) == 1 and unsup[0]["nr_ops"] == 1
+    assert HEAD_KEYS <= set(unsup[0]), HEAD_KEYS - set(unsup[0])
+    for x in samples + gates + unsup:
+        assert (x["warmup"], x["period_us"], x["waker_ops"], x["no_ops"],
+                x["pad"]) == (0, 331, False, False, 0), x
 
 
 def test_seed_orders_the_cells(opbench):

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import TOP
 from test_analysis import synthetic
-from test_microbench import RUNNER
+from test_microbench import HEAD_KEYS, RUNNER
 
 sys.path.insert(0, os.path.join(TOP, "analysis"))
 import opbench_data  # noqa: E402
@@ -81,6 +81,11 @@ def test_legacy_gate_on_this_host(tcmodel):
     assert len(got) == 10, got.keys()
     for (what, _), x in got.items():
         assert x["valid"] and x["stale"] == 0, x
+        # opbench's head: a legacy area, no operation, its own variants
+        assert HEAD_KEYS <= set(x), HEAD_KEYS - set(x)
+        assert (x["bench"], x["reg"], x["nr_ops"], x["warmup"],
+                x["period_us"], x["mode"]) == ("tcmodel", "legacy", 0, 0,
+                                               331, "legacy"), x
         want = 0 if what in ("pair", "syscall") else 200
         assert x["events"] == want, x
         if what in ("recovery", "signal", "fence"):

@@ -50,11 +50,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../microbench/opbench.h"
+/* reg.c's registration helpers, MARK and STRIDE_SLOTS. */
+#include "../../microbench/reg.h"
 
 #define MAX_OPS		OB_RSEQ_OP_LIST_LIMIT
-#define SLOTS		64
-#define MARK		0x6d61726bULL
+#define SLOTS		STRIDE_SLOTS
 #define KERNEL_ADDR	0xffff888000000000ULL
 #define VICTIM_ALARM	60
 
