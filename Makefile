@@ -219,8 +219,12 @@ buildroot: deps
 source: deps
 	$(Q)kernel-patch/scripts/kernel-source.sh >/dev/null
 
+# The source its prerequisite recorded in the manifest (one look at apt
+# per make config, not two, and the tree the build steps use).
 config: source
-	$(Q)kernel-patch/scripts/kernel-config.sh "$$(kernel-patch/scripts/kernel-source.sh)" \
+	$(Q)src=$$(sed -n 's/^source_dir=//p' "$(or $(MANIFEST),$(CACHE_DIR)/manifest)" 2>/dev/null | tail -1) && \
+		test -n "$$src" || { echo 'config: no kernel source in the manifest ($(or $(MANIFEST),$(CACHE_DIR)/manifest)): run make source' >&2; exit 2; }; \
+	kernel-patch/scripts/kernel-config.sh "$$src" \
 		"$(CACHE_DIR)/merged-$(TOOLCHAIN)-$(KCONFIG).config" && \
 		echo "config: $(CACHE_DIR)/merged-$(TOOLCHAIN)-$(KCONFIG).config"
 
@@ -308,12 +312,14 @@ cover-perf:
 	$(Q)test -n "$(RESULTS)" || { echo 'cover-perf: name a run of make bench: make cover-perf RESULTS=results/<run>' >&2; exit 2; }
 	$(Q)$(PYTHON) analysis/cover_perf.py $(RESULTS)
 
-cover-letter: source
+# A stage after the build: the source and the ops kernel come from the
+# manifest (cover-letter.sh says which make builds them), nothing is
+# fetched. SERIES: the patch directory written into (kernel-patch/series).
+cover-letter:
 	$(Q)test -n "$(RESULTS)" || { echo 'cover-letter: name a run of make bench: make cover-letter RESULTS=results/<run>' >&2; exit 2; }
-	$(Q)kernel-patch/scripts/cover-letter.sh $(RESULTS)
+	$(Q)kernel-patch/scripts/cover-letter.sh $(RESULTS) $(SERIES)
 
 flamegraph: source image $(if $(filter instructions,$(MODE)),plugin-header)
-	$(Q)case "$(MODE)" in perf|instructions) ;; *) echo 'flamegraph: MODE=$(MODE): want perf or instructions' >&2; exit 2 ;; esac
 	$(Q)kernel-patch/scripts/kernels.sh $(TRACED) $(firstword $(VS))
 	$(Q)tracing/trace.sh $(if $(filter instructions,$(MODE)),insn,flame) $(TRACED) \
 		$(or $(BENCH),$(if $(filter instructions,$(MODE)),switch,signal)) $(OPS) $(VS)
