@@ -13,7 +13,13 @@ at 800 pixels wide, and titled with kernel, flavours and accelerator:
     tcmalloc-events.{png,svg}  the TCMalloc model: cost per event, legacy
                             against operations (tcmalloc_model.py's figures)
 Every figure is the analysis' own (boot-level) number: the plots, the
-report and the notebook show the same values.
+report and the notebook show the same values. The headline figures
+(overhead, zero-ops, per-op) leave out what the report's headline table
+does not quote under the run's unit (the analysis' headline_excluded:
+migrate under icount) and say so at their foot. Each series has its own
+colour and marker (COLOURS, MARKERS); legends stand right of the axes and
+benchmark names read horizontally, so that no text covers another
+(tests/test_plots.py).
 """
 import os
 
@@ -27,7 +33,27 @@ import tcmalloc_model as tm  # noqa: E402
 
 DPI = 100
 SIZE = (8, 5)		# 800 x 500 pixels at DPI
-COLOURS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+# One colour and one marker per series, fixed (matplotlib's default cycle
+# has ten colours; a default run draws eleven series). The lengths are
+# coprime, so (colour, marker) stays unique up to 20 x 17 series.
+COLOURS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple",
+           "tab:brown", "tab:pink", "tab:gray", "tab:olive", "tab:cyan",
+           "black", "navy", "darkgoldenrod", "maroon", "yellowgreen",
+           "deeppink", "indigo", "darkslategray", "darkturquoise", "olive"]
+MARKERS = ["o", "s", "^", "v", "D", "<", ">", "p", "h", "*", "X", "P", "d",
+           "8", "H", "x", "+"]
+STYLES = ["-", "--", ":", "-."]
+# Rows of the headline bar and box plots, inches per bar or box: above the
+# height of a tick label and of an annotation.
+ROW = 0.19
+
+
+def colour(i):
+    return COLOURS[i % len(COLOURS)]
+
+
+def marker(i):
+    return MARKERS[i % len(MARKERS)]
 
 
 def title(a, run, what):
@@ -52,31 +78,72 @@ def label(g):
         "%s (%s)" % (g["bench"], g["op_type"])
 
 
-STYLES = ["-", "--", ":", "-."]
+def headline(a):
+    """The groups the headline plots show: what the report's headline table
+    quotes under the run's unit (opbench_data.analyse decides, as
+    headline_excluded: migrate under icount), in the analysis' order."""
+    return [g for g in a["groups"] if not g.get("headline_excluded")]
+
+
+def excluded_note(a):
+    """The groups left out of a headline plot, as a line under it."""
+    names = [label(g) for g in a["groups"] if g.get("headline_excluded")]
+    return ("not quoted under %s, left out: %s" % (
+        a["unit"], ", ".join(names))) if names else ""
+
+
+def series_index(a):
+    """{(bench, op_type, reg, flavour): i}: one colour and marker per
+    benchmark and flavour with a sweep of N, the same in overhead and
+    residuals."""
+    keys = []
+    for g in a["groups"]:
+        for fl in a["flavours"]:
+            if g["vs_zero"].get(fl) or fl in g["cost"]:
+                keys.append((g["bench"], g["op_type"], g["reg"], fl))
+    return {k: i for i, k in enumerate(keys)}
+
+
+def outside_legend(ax, fontsize=8):
+    """The legend right of the axes, where it hides neither data nor
+    labels; tight_layout makes room for it."""
+    n = len(ax.get_legend_handles_labels()[1])
+    return ax.legend(fontsize=fontsize, loc="upper left",
+                     bbox_to_anchor=(1.01, 1), borderaxespad=0,
+                     ncol=1 + (n - 1) // 22 if n else 1)
+
+
+def note(fig, text):
+    """A line at the foot of the figure (tight_layout leaves it room when
+    rect's bottom is raised)."""
+    if text:
+        fig.text(0.01, 0.01, text, fontsize=8, ha="left", va="bottom")
+        return 0.04
+    return 0
 
 
 def overhead(a, run, outdir):
     """Overhead against N=0 on every flavour with operations, log2 N,
-    symlog y: colour per benchmark, line style per flavour."""
+    symlog y: one colour and marker per benchmark and flavour, line style
+    per flavour; what the headline does not quote is left out."""
     fig, ax = plt.subplots(figsize=SIZE)
     drawn = 0
-    fls = [f for f in a["flavours"] if any(g["vs_zero"].get(f)
-                                          for g in a["groups"])]
-    for i, g in enumerate(a["groups"]):
-        for j, fl in enumerate(fls):
+    idx = series_index(a)
+    for g in headline(a):
+        for j, fl in enumerate(a["flavours"]):
             rows = g["vs_zero"].get(fl)
             if not rows:
                 continue
+            i = idx[(g["bench"], g["op_type"], g["reg"], fl)]
             ns = [r["nr_ops"] for r in rows]
             d = np.array([r["diff"] for r in rows])
             lo = np.array([(r["diff_ci"] or [r["diff"]] * 2)[0]
                            for r in rows])
             hi = np.array([(r["diff_ci"] or [r["diff"]] * 2)[1]
                            for r in rows])
-            c = COLOURS[i % len(COLOURS)]
-            ax.plot(ns, d, "o" + STYLES[j % len(STYLES)], color=c,
-                    label="%s, %s" % (label(g), fl), ms=4)
-            ax.fill_between(ns, lo, hi, color=c, alpha=0.2, lw=0)
+            ax.plot(ns, d, marker=marker(i), ls=STYLES[j % len(STYLES)],
+                    color=colour(i), label="%s, %s" % (label(g), fl), ms=5)
+            ax.fill_between(ns, lo, hi, color=colour(i), alpha=0.15, lw=0)
             drawn += 1
     ax.set_xscale("log", base=2)
     ax.set_yscale("symlog", linthresh=100)
@@ -87,92 +154,114 @@ def overhead(a, run, outdir):
                        "CI bands (boot-level)"), fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     if drawn:
-        ax.legend(fontsize=8)
+        outside_legend(ax)
     else:
         ax.text(0.5, 0.5, "no sweep of N in this run",
                 ha="center", transform=ax.transAxes)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, note(fig, excluded_note(a)), 1, 1))
     return save(fig, outdir, "overhead")
 
 
+def rows_figure(nrows, per_row):
+    """A figure with one row per benchmark, per_row bars or boxes in each,
+    tall enough that no two rows' labels touch."""
+    h = max(SIZE[1], 1.8 + ROW * max(1, nrows) * max(1, per_row))
+    return plt.subplots(figsize=(SIZE[0], h))
+
+
 def zero_ops(a, run, outdir):
-    """Distributions at N=0, each flavour relative to the reference median."""
-    fig, ax = plt.subplots(figsize=SIZE)
-    ticks, names = [], []
-    x = 0
+    """Distributions at N=0, each flavour relative to the reference median:
+    one row per benchmark (names read horizontally), one box and one
+    marker per flavour."""
     flavours = a["flavours"]
-    for g in a["groups"]:
+    rows = []
+    for g in headline(a):
         cells = {c["flavour"]: c for c in g["cells"] if c["nr_ops"] == 0}
-        ref = cells.get(a["reference"])
-        if not ref:
-            continue
+        if cells.get(a["reference"]):
+            rows.append((g, cells))
+    fig, ax = rows_figure(len(rows), len(flavours))
+    step = 0.8 / max(1, len(flavours))
+    labelled = set()
+    for y, (g, cells) in enumerate(rows):
+        ref = cells[a["reference"]]
         for j, fl in enumerate(flavours):
             c = cells.get(fl)
             if not c:
                 continue
             rel = (np.array(list(c["per_boot"].values())) / ref["value"]
                    - 1) * 100
-            pos = x + j * 0.8 / max(1, len(flavours))
-            ax.boxplot(rel, positions=[pos], widths=0.6 / len(flavours),
+            pos = y - 0.4 + step * (j + 0.5)
+            ax.boxplot(rel, positions=[pos], widths=step * 0.8, vert=False,
                        patch_artist=True, showfliers=False,
-                       boxprops={"facecolor": COLOURS[j % len(COLOURS)],
-                                 "alpha": 0.5})
-            jitter = np.linspace(-0.08, 0.08, len(rel))
-            ax.plot(pos + jitter, rel, ".", color=COLOURS[j % len(COLOURS)],
-                    ms=4)
-        ticks.append(x + 0.4 * (len(flavours) - 1) / len(flavours))
-        names.append(label(g))
-        x += 1
-    ax.set_xticks(ticks)
-    ax.set_xticklabels(names)
-    ax.axhline(0, color="grey", lw=0.8)
-    ax.set_ylabel("%% against %s at N=0 (one point per boot's median)"
+                       boxprops={"facecolor": colour(j), "alpha": 0.4},
+                       medianprops={"color": colour(j)})
+            jitter = np.linspace(-step * 0.2, step * 0.2, len(rel))
+            ax.plot(rel, pos + jitter, ls="none", marker=marker(j),
+                    color=colour(j), ms=4, label=None if fl in labelled
+                    else fl)
+            labelled.add(fl)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([label(g) for g, _ in rows])
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_xlabel("%% against %s at N=0 (one point per boot's median)"
                   % a["reference"])
-    handles = [plt.Rectangle((0, 0), 1, 1, color=COLOURS[j % len(COLOURS)],
-                             alpha=0.5) for j in range(len(flavours))]
-    ax.legend(handles, flavours, fontsize=9)
+    if labelled:
+        outside_legend(ax, fontsize=9)
     ax.set_title(title(a, run, "No operation registered: every flavour "
                        "against %s" % a["reference"]), fontsize=10)
-    ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout(rect=(0, note(fig, excluded_note(a)), 1, 1))
     return save(fig, outdir, "zero-ops")
 
 
 def per_op(a, run, outdir):
-    """Slope b per operation per walk, with its CI, per benchmark/flavour."""
-    fig, ax = plt.subplots(figsize=SIZE)
-    names, x = [], 0
-    fls = [f for f in a["flavours"] if any(f in g["cost"]
-                                          for g in a["groups"])]
-    width = 0.8 / max(1, len(fls))
-    for g in a["groups"]:
-        if not g["cost"]:
-            continue
+    """Slope b per operation per walk, with its CI, per benchmark/flavour:
+    one row per benchmark, one bar per flavour, its value written after
+    its interval."""
+    groups = [g for g in headline(a) if g["cost"]]
+    fls = [f for f in a["flavours"] if any(f in g["cost"] for g in groups)]
+    fig, ax = rows_figure(len(groups), len(fls))
+    step = 0.8 / max(1, len(fls))
+    ends = [0.0]
+    labelled = set()
+    for y, g in enumerate(groups):
         walks = g["walks_per_loop"] or 1
         for j, fl in enumerate(fls):
             m = g["cost"].get(fl)
             if not m:
                 continue
             b = m["b"] / walks
-            bci = m["b_ci"] or [m["b"]] * 2
-            err = [[b - bci[0] / walks], [bci[1] / walks - b]]
-            ax.bar(x + j * width, b, width, yerr=err, capsize=3,
-                   color=COLOURS[j % len(COLOURS)],
-                   label=fl if x == 0 else None)
-            ax.annotate("%.1f" % b, (x + j * width, b), ha="center",
-                        va="bottom", fontsize=8, xytext=(0, 3),
+            bci = [c / walks for c in (m["b_ci"] or [m["b"]] * 2)]
+            pos = y - 0.4 + step * (j + 0.5)
+            ax.barh(pos, b, step * 0.9,
+                    xerr=[[b - bci[0]], [bci[1] - b]], capsize=3,
+                    color=colour(a["flavours"].index(fl)),
+                    label=None if fl in labelled else fl)
+            labelled.add(fl)
+            end = max(b, bci[1])
+            ax.annotate("%.1f" % b, (end, pos), ha="left", va="center",
+                        fontsize=8, xytext=(4, 0),
                         textcoords="offset points")
-        names.append(label(g))
-        x += 1
-    ax.set_xticks([i + width * (len(fls) - 1) / 2 for i in range(x)])
-    ax.set_xticklabels(names)
-    ax.set_ylabel("%s per operation per walk (slope b)" % a["unit"])
+            ends += [bci[0], end]
+    ax.set_yticks(range(len(groups)))
+    ax.set_yticklabels([label(g) for g in groups])
+    ax.set_ylim(len(groups) - 0.5, -0.5)
+    # Room after the longest bar for its value.
+    lo, hi = min(ends), max(ends)
+    span = (hi - lo) or 1.0
+    ax.set_xlim(min(0, lo - 0.05 * span), hi + 0.18 * span)
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_xlabel("%s per operation per walk (slope b)" % a["unit"])
     ax.set_title(title(a, run, "Cost of one operation in one walk, 95% CI"),
                  fontsize=10)
     if fls:
-        ax.legend(fontsize=9)
-    ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
+        outside_legend(ax, fontsize=9)
+    else:
+        ax.text(0.5, 0.5, "no cost model in this run", ha="center",
+                transform=ax.transAxes)
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout(rect=(0, note(fig, excluded_note(a)), 1, 1))
     return save(fig, outdir, "per-op")
 
 
@@ -183,13 +272,13 @@ def sweep(a, run, outdir, g):
         cells = [c for c in g["cells"] if c["flavour"] == fl]
         if not cells:
             continue
-        c0 = COLOURS[j % len(COLOURS)]
+        c0 = colour(j)
         ns = np.array([max(c["nr_ops"], 0.5) for c in cells])
         med = np.array([c["value"] for c in cells])
         lo = np.array([(c["ci"] or [c["value"]] * 2)[0] for c in cells])
         hi = np.array([(c["ci"] or [c["value"]] * 2)[1] for c in cells])
-        ax.errorbar(ns, med, yerr=[med - lo, hi - med], fmt="o", color=c0,
-                    ms=4, capsize=2, label=fl)
+        ax.errorbar(ns, med, yerr=[med - lo, hi - med], fmt=marker(j),
+                    color=c0, ms=4, capsize=2, label=fl)
         m = g["cost"].get(fl)
         if m:
             # a + b x N is a curve on log axes: draw it through many points.
@@ -200,12 +289,11 @@ def sweep(a, run, outdir, g):
     ax.set_yscale("log")
     ax.set_xlabel("operations registered per thread (N; N=0 drawn at 0.5)")
     ax.set_ylabel("%s per loop (%s)" % (a["unit"], g["loop"]))
-    ax.text(0.01, 0.01, "a + b x N fitted per boot on N >= 1; see "
-            "residuals.png", transform=ax.transAxes, fontsize=8)
     ax.set_title(title(a, run, "%s: time against N" % label(g)), fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=9)
-    fig.tight_layout()
+    outside_legend(ax, fontsize=9)
+    fig.tight_layout(rect=(0, note(fig, "a + b x N fitted per boot on "
+                                        "N >= 1; see residuals.png"), 1, 1))
     name = "sweep-%s" % g["bench"]
     if g["op_type"] != "null":
         name += "-" + g["op_type"]
@@ -217,14 +305,18 @@ def residuals(a, run, outdir):
     and flavour: a straight line on log axes hides a step; this does not."""
     fig, ax = plt.subplots(figsize=SIZE)
     drawn = 0
-    for i, g in enumerate(a["groups"]):
-        for j, (fl, m) in enumerate(sorted(g["cost"].items())):
+    idx = series_index(a)
+    for g in a["groups"]:
+        for j, fl in enumerate(a["flavours"]):
+            m = g["cost"].get(fl)
+            if not m:
+                continue
+            i = idx[(g["bench"], g["op_type"], g["reg"], fl)]
             rel = {int(n): v for n, v in m["residuals_rel"].items()}
             ns = sorted(rel)
             r = [100 * rel[n] for n in ns]
-            ax.plot(ns, r, "o" + STYLES[j % len(STYLES)],
-                    color=COLOURS[i % len(COLOURS)], ms=4,
-                    label="%s, %s" % (label(g), fl))
+            ax.plot(ns, r, marker=marker(i), ls=STYLES[j % len(STYLES)],
+                    color=colour(i), ms=5, label="%s, %s" % (label(g), fl))
             drawn += 1
     ax.set_xscale("log", base=2)
     ax.axhline(0, color="grey", lw=0.8)
@@ -234,7 +326,7 @@ def residuals(a, run, outdir):
                        "over boots)"), fontsize=10)
     ax.grid(True, alpha=0.3)
     if drawn:
-        ax.legend(fontsize=8)
+        outside_legend(ax)
     else:
         ax.text(0.5, 0.5, "no cost model in this run", ha="center",
                 transform=ax.transAxes)
@@ -344,10 +436,10 @@ def design_slopes(d, a, run, outdir):
     ax.legend(fontsize=8, loc="upper left", ncol=2)
     if reg:
         ax = axes[0][1]
-        for r in reg:
+        for j, r in enumerate(reg):
             ns = [c["nr_ops"] for c in r["cells"]]
             vals = [c["value"] for c in r["cells"]]
-            ax.plot([max(n, 0.5) for n in ns], vals, marker="o",
+            ax.plot([max(n, 0.5) for n in ns], vals, marker=marker(j),
                     color=DESIGN_COLOURS.get(r["flavour"]),
                     label=r["flavour"])
         ax.set_xscale("log", base=2)
