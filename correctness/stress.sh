@@ -51,10 +51,7 @@ kernel_dir "$flavour" >/dev/null
 label=stress-$KCONFIG-${secs}s
 [ "$flavour" = ops ] || label=stress-$flavour-$KCONFIG-${secs}s
 out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "$label")
-# Built against the guest's glibc, in the trixie build root.
-in_buildroot --bind "$out" gcc -O2 -g -Wall -Wextra -o "$out/rseq_op_stress" \
-	"$TOPDIR/correctness/stress/rseq_op_stress.c" "$TOPDIR/microbench/reg.c" -lpthread ||
-	die "cannot build the stress program (correctness/stress/rseq_op_stress.c)"
+guest_programs "$out" rseq_op_stress
 cat > "$out/guest-stress.sh" <<EOF
 #!/bin/sh
 # Hung tasks reported after 30 s instead of 120 s; lockups at 10 s.

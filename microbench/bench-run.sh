@@ -70,9 +70,10 @@ trap 'interrupted TERM' TERM
 step 2 "tracing: flame graph of signal, walk latency of switch at 2048 operations, walks per loop counted at 64"
 t=$(date +%s)
 if [[ " $flavours " == *" ops "* ]]; then
-	# Tracing's own LOOPS and SAMPLES, whatever was given for the benchmarks.
-	if ! env -u LOOPS -u SAMPLES RESULTS_ROOT="$out/tracing" "$TOPDIR/tracing/trace.sh" flame ops signal 2048 baseline 0 >/dev/null ||
-		! env -u LOOPS -u SAMPLES RESULTS_ROOT="$out/tracing" "$TOPDIR/tracing/trace.sh" bpf ops rseq_ops_lat.bt switch 2048 >/dev/null; then
+	# Tracing's own LOOPS and SAMPLES, whatever was given for the benchmarks;
+	# the run's own opbench, the binary its boots measured.
+	if ! env -u LOOPS -u SAMPLES RESULTS_ROOT="$out/tracing" OPBENCH="$out/bin/opbench" "$TOPDIR/tracing/trace.sh" flame ops signal 2048 baseline 0 >/dev/null ||
+		! env -u LOOPS -u SAMPLES RESULTS_ROOT="$out/tracing" OPBENCH="$out/bin/opbench" "$TOPDIR/tracing/trace.sh" bpf ops rseq_ops_lat.bt switch 2048 >/dev/null; then
 		log "tracing failed (see $out/tracing/); the benchmarks and their analysis are not affected"
 		rc=1
 	fi
@@ -80,7 +81,7 @@ if [[ " $flavours " == *" ops "* ]]; then
 	# bpftrace (rseq_ops_rate.bt) at N=64; the report sets them side by side.
 	for b in switch preempt signal; do
 		[[ " $benches " == *" $b "* ]] || continue
-		if ! env -u LOOPS -u SAMPLES RESULTS_ROOT="$out/tracing" "$TOPDIR/tracing/trace.sh" bpf ops rseq_ops_rate.bt "$b" 64 >/dev/null; then
+		if ! env -u LOOPS -u SAMPLES RESULTS_ROOT="$out/tracing" OPBENCH="$out/bin/opbench" "$TOPDIR/tracing/trace.sh" bpf ops rseq_ops_rate.bt "$b" 64 >/dev/null; then
 			log "counting the walks of $b failed (see $out/tracing/); the report says it is missing"
 			rc=1
 		fi

@@ -68,15 +68,15 @@ interrupted() {
 }
 trap 'interrupted INT' INT
 trap 'interrupted TERM' TERM
-# Against the guest's glibc (2.41: its rseq area is v2), in the build root.
-in_buildroot --bind "$out" make -s -C "$TOPDIR/microbench" O="$out" >/dev/null ||
-	die "cannot build microbench/opbench and tcmodel in the build root"
+# Against the guest's glibc (2.41: its rseq area is v2). The run keeps
+# them in bin/: its tracing runs the same opbench.
+guest_programs "$out/bin" opbench tcmodel
 # The run's own manifest: what the build steps made, and the benchmark
-# binary every boot of this run ran.
+# binaries every boot of this run ran.
 {
 	cat "$MANIFEST"
-	echo "opbench_sha256=$(sha256sum < "$out/opbench" | cut -c1-16)"
-	echo "tcmodel_sha256=$(sha256sum < "$out/tcmodel" | cut -c1-16)"
+	echo "opbench_sha256=$(sha256sum < "$out/bin/opbench" | cut -c1-16)"
+	echo "tcmodel_sha256=$(sha256sum < "$out/bin/tcmodel" | cut -c1-16)"
 } > "$out/manifest"
 {
 	echo "plan=$plan"
@@ -135,7 +135,7 @@ for i in "${!order[@]}"; do
 	st=0
 	"$TOPDIR/vm-images/guest-run" --flavour "$f" --out "$d" --accel "$accel" \
 		--timeout "${BOOT_TIMEOUT:-5400}" \
-		--copy "$out/opbench" --copy "$out/tcmodel" \
+		--copy "$out/bin/opbench" --copy "$out/bin/tcmodel" \
 		--copy "$TOPDIR/microbench/guest-bench.sh" \
 		-- env OPS="$SWEEP" LOOPS="$LOOPS" PREEMPT_LOOPS="$PREEMPT_LOOPS" \
 		SAMPLES="$SAMPLES" WARMUP="$WARMUP" \
@@ -151,7 +151,6 @@ for i in "${!order[@]}"; do
 		;;
 	esac
 done
-rm -f "$out/opbench" "$out/tcmodel"
 log "done in $(fmt_secs $(( $(date +%s) - t0 ))): $(cat "$out"/boot-*/opbench.json 2>/dev/null | wc -l) records in $out/boot-*/opbench.json"
 # The one line on stdout: where the run is (microbench/bench-run.sh reads it).
 echo "$out"

@@ -51,6 +51,20 @@ hash_files() { cat "$@" | sha256sum | cut -c1-16; }
 # Run a command with the toolchain's compiler (kernel-patch/scripts/buildroot.sh run).
 in_buildroot() { "$TOPDIR/kernel-patch/scripts/buildroot.sh" run "$@"; }
 
+# guest_programs OUT PROGRAM...: programs that run in the guest (opbench,
+# tcmodel, prime-signals, rseq_op_stress), built the one way
+# microbench/Makefile builds them, in the build root against the guest's
+# glibc, into OUT.
+guest_programs() {
+	local out=$1 p targets=()
+	shift
+	for p in "$@"; do targets+=("$out/$p"); done
+	mkdir -p "$out"
+	in_buildroot --bind "$out" make -s -C "$TOPDIR/microbench" O="$out" \
+		"${targets[@]}" >/dev/null ||
+		die "cannot build the guest programs $* (microbench/Makefile) in the build root"
+}
+
 # Where a toolchain's kernels and build trees live, below <source version>/.
 toolchain_dir() {
 	case "$TOOLCHAIN" in

@@ -9,6 +9,7 @@ reviewer would open: the report, the plots, and the notebook executed
 headless on that run.
 """
 import glob
+import hashlib
 import os
 import re
 import subprocess
@@ -70,6 +71,13 @@ def test_progress_and_paths_printed(quick_run):
     with open(os.path.join(d, "manifest")) as f:
         m = dict(l.rstrip("\n").split("=", 1) for l in f)
     assert m["image"] and m["source_version"] and len(m["opbench_sha256"]) == 16
+    # The run keeps the binary its boots ran, and tracing ran that one.
+    with open(os.path.join(d, "bin", "opbench"), "rb") as f:
+        assert hashlib.sha256(f.read()).hexdigest()[:16] == \
+            m["opbench_sha256"]
+    with open(os.path.join(tr[0], "commands.txt")) as f:
+        assert "# opbench sha256 %s, the run's own" % m["opbench_sha256"] \
+            in f.read()
     lat = glob.glob(os.path.join(d, "tracing", "*-trace-bpf-ops-rseq_ops_lat-"
                                  "switch-2048", "ops", "rseq_ops_lat.bt.out"))
     assert len(lat) == 1

@@ -24,7 +24,9 @@
 # Env: ACCEL (default: accel_for measure in common.sh), LOOPS, SAMPLES (bpf, overhead), FREQ and
 #      SECONDS_TRACED (flame: perf's rate, default 997 Hz, and window,
 #      default 1 s of guest time),
-#      ROUNDS (overhead, default 3), RESULTS_ROOT (default results/).
+#      ROUNDS (overhead, default 3), RESULTS_ROOT (default results/),
+#      OPBENCH (an opbench built for the guest, e.g. a run's bin/opbench;
+#      default: built here).
 # Output: results/<UTC date>-trace-<mode>-<flavour>-.../ with commands.txt
 # (host and guest command lines, exactly as run), each boot's console log
 # and launcher record, the raw tool output and what was derived from it.
@@ -76,14 +78,18 @@ done
 kernel_dir "$flavour" >/dev/null
 [ -z "${vs_fl:-}" ] || kernel_dir "$vs_fl" >/dev/null
 out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "trace-$label")
-# Guest binaries are built against the guest's glibc, in the trixie build root.
-mkdir -p "$out/bin"
-in_buildroot --bind "$out" make -s -C "$TOPDIR/microbench" O="$out/bin" \
-	USERCFLAGS=-fno-omit-frame-pointer >/dev/null || die "cannot build microbench/opbench"
-in_buildroot --bind "$out" gcc -O2 -g -fno-omit-frame-pointer -Wall -Wextra \
-	-o "$out/bin/prime-signals" "$tdir/prime-signals.c" ||
-	die "cannot build tracing/prime-signals.c"
+# Guest binaries: the run's own opbench when make bench traces its run
+# (OPBENCH), else built here the one way (guest_programs).
+if [ -n "${OPBENCH:-}" ]; then
+	[ -x "$OPBENCH" ] || die "OPBENCH='$OPBENCH' is not an executable opbench"
+	mkdir -p "$out/bin"
+	cp "$OPBENCH" "$out/bin/opbench"
+	guest_programs "$out/bin" prime-signals
+else
+	guest_programs "$out/bin" opbench prime-signals
+fi
 echo "# host: $0 $mode $flavour $*" > "$out/commands.txt"
+echo "# opbench sha256 $(sha256sum < "$out/bin/opbench" | cut -c1-16)${OPBENCH:+, the run's own ($OPBENCH)}" >> "$out/commands.txt"
 echo "# ACCEL=$accel LOOPS=$loops SAMPLES=$samples FREQ=$freq SECONDS_TRACED=$secs" >> "$out/commands.txt"
 
 # boot FLAVOUR DIR GUEST-ARGS...: one guest running guest-trace.sh in DIR.
