@@ -137,7 +137,7 @@ for i in "${!order[@]}"; do
 		--timeout "${BOOT_TIMEOUT:-5400}" \
 		--copy "$out/bin/opbench" --copy "$out/bin/tcmodel" \
 		--copy "$TOPDIR/microbench/guest-bench.sh" \
-		-- env OPS="$SWEEP" LOOPS="$LOOPS" PREEMPT_LOOPS="$PREEMPT_LOOPS" \
+		-- env SWEEP="$SWEEP" LOOPS="$LOOPS" PREEMPT_LOOPS="$PREEMPT_LOOPS" \
 		SAMPLES="$SAMPLES" WARMUP="$WARMUP" \
 		BENCHES="$BENCHES" TYPES="$TYPES" SEED=$((seed + i + 1)) \
 		PERF_BENCH="${PERF_BENCH:-0}" TCM_LOOPS="${TCM_LOOPS:-}" \

@@ -3,11 +3,11 @@
 # guest-bench.sh - run inside the guest: the opbench cells of one boot.
 #
 # Run by microbench/bench.sh from the shared directory, with:
-#   OPS="0,1,2048"  BENCHES="syscall switch ..."  LOOPS=..  SAMPLES=..  WARMUP=..
+#   SWEEP="0,1,2048"  BENCHES="syscall switch ..."  LOOPS=..  SAMPLES=..  WARMUP=..
 #   PREEMPT_LOOPS=..  (preempt: wake-ups per sample; default LOOPS)
 #   A benchmark may be written NAME[:VARIANT][@N,N,...]: VARIANT is
 #   scattered (--layout scattered), waker-ops (preempt --waker-ops), or
-#   legacy or glibc (the rseq area: --reg), and @N,... replaces OPS for it
+#   legacy or glibc (the rseq area: --reg), and @N,... replaces SWEEP for it
 #   (preempt:waker-ops@0,256,2048, switch:glibc@0,1).
 #   The word tcmalloc runs tcmodel, the TCMalloc model, in both modes
 #   (legacy, ops) into tcmodel.json: TCM_LOOPS iterations per sample
@@ -23,7 +23,7 @@
 # correctness gates failed (those cells are recorded as invalid); 1 when an
 # opbench run failed otherwise (crash, bad usage).
 set -u
-: "${OPS:?} ${LOOPS:?} ${SAMPLES:?} ${WARMUP:?} ${BENCHES:?}"
+: "${SWEEP:?} ${LOOPS:?} ${SAMPLES:?} ${WARMUP:?} ${BENCHES:?}"
 rc=0
 seed=${SEED:-0}
 {
@@ -99,7 +99,7 @@ for word in $order; do
 	b=${word%%[:@]*}
 	variant=
 	case $word in *:*) variant=${word#*:}; variant=${variant%%@*} ;; esac
-	ops=$OPS
+	ops=$SWEEP
 	case $word in *@*) ops=${word#*@} ;; esac
 	case $variant in
 	"") vopt= ;;
