@@ -89,7 +89,8 @@ else
 	guest_programs "$out/bin" opbench prime-signals
 fi
 echo "# host: $0 $mode $flavour $*" > "$out/commands.txt"
-echo "# opbench sha256 $(sha256sum < "$out/bin/opbench" | cut -c1-16)${OPBENCH:+, the run's own ($OPBENCH)}" >> "$out/commands.txt"
+own=${OPBENCH:+", the run's own ($OPBENCH)"}
+echo "# opbench sha256 $(sha256sum < "$out/bin/opbench" | cut -c1-16)$own" >> "$out/commands.txt"
 echo "# ACCEL=$accel LOOPS=$loops SAMPLES=$samples FREQ=$freq SECONDS_TRACED=$secs" >> "$out/commands.txt"
 
 # boot FLAVOUR DIR GUEST-ARGS...: one guest running guest-trace.sh in DIR.
