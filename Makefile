@@ -38,7 +38,7 @@ V          ?= 0
 # operations in the kernel) the flavour "resident".
 SERIES_rfc := $(abspath $(RFC_SERIES))
 SERIES_resident := $(abspath $(RESIDENT_SERIES))
-export CACHE_DIR KVER KCONFIG TOOLCHAIN V SERIES_rfc SERIES_resident
+export CACHE_DIR KVER KCONFIG TOOLCHAIN V SERIES_rfc SERIES_resident PYTHON
 
 # Old names, renamed because they collided: refuse them by name (and say
 # that one set in the environment is ignored).

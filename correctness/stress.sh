@@ -74,7 +74,7 @@ grep '^{' "$out/guest-stdout.txt" | tail -1 > "$out/summary.json" || true
 [ -f "$out/kernel-problems.txt" ] || die "no kernel-problems.txt from guest-run (status $st); see the messages above"
 problems=$(wc -l < "$out/kernel-problems.txt")
 
-/usr/bin/python3 - "$out/summary.json" "$problems" "$st" <<'EOF'
+"$PYTHON" - "$out/summary.json" "$problems" "$st" <<'EOF'
 import json, sys
 path, problems, rc = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 try:

@@ -117,7 +117,7 @@ for f in "${fl[@]}"; do
 	fn=$(awk '$3 == "rseq_ops_apply" || $3 == "rseq_apply_ops" ||
 		$3 == "rseq_apply_ops_or_report" { print $3; exit }' "$k/System.map")
 	[ -n "$fn" ] || continue
-	/usr/bin/python3 "$TOPDIR/analysis/walker_loops.py" "$k/vmlinux" "$fn" \
+	"$PYTHON" "$TOPDIR/analysis/walker_loops.py" "$k/vmlinux" "$fn" \
 		> "$out/walker-loops/$f.txt" 2>&1 ||
 		log "walker loops of $f ($fn) not counted: $(tail -1 "$out/walker-loops/$f.txt")"
 done

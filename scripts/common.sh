@@ -21,7 +21,10 @@ TOPDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # one KEY=VALUE per line; every later stage reads it and resolves nothing
 # itself (manifest_get below).
 MANIFEST=${MANIFEST:-$CACHE_DIR/manifest}
-export CACHE_DIR KVER KCONFIG TOOLCHAIN TOPDIR MANIFEST
+# Debian's interpreter, which sees Debian's packages (make passes its
+# PYTHON); the python3 first on PATH may be another one.
+PYTHON=${PYTHON:-/usr/bin/python3}
+export CACHE_DIR KVER KCONFIG TOOLCHAIN TOPDIR MANIFEST PYTHON
 
 # The QEMU accelerator when ACCEL is not set, decided here once (make help
 # says the same). It sets the unit of every figure: measurements

@@ -122,7 +122,7 @@ insnboot() {
 	local fl=$1 n=$2 d=$3 kdir rc=0 t
 	kdir=$(kernel_dir "$fl")
 	mkdir -p "$d"
-	/usr/bin/python3 "$tdir/insnprof.py" entries "$kdir/System.map" > "$d/entries.txt"
+	"$PYTHON" "$tdir/insnprof.py" entries "$kdir/System.map" > "$d/entries.txt"
 	local vm=("$TOPDIR/vm-images/guest-run" --flavour "$fl" --out "$d"
 		--accel icount --smp 1 --append nokaslr
 		--timeout "${TRACE_TIMEOUT:-1800}"
@@ -136,7 +136,7 @@ insnboot() {
 	echo "boot_seconds=$(( $(date +%s) - t ))" > "$d/timing.txt"
 	[ $rc = 0 ] || { log "[$fl] guest failed with status $rc: see $d/console.log"; return $rc; }
 	[ -s "$d/insnprof.txt" ] || die "[$fl] the plugin wrote no profile: see $d/console.log"
-	/usr/bin/python3 "$tdir/insnprof.py" analyse "$d/insnprof.txt" "$d/opbench.json" \
+	"$PYTHON" "$tdir/insnprof.py" analyse "$d/insnprof.txt" "$d/opbench.json" \
 		--map "$kdir/System.map" --binary "$out/bin/opbench" --dir "$d" >&2
 	grep -qx 'consistent=yes' "$d/check.txt" ||
 		die "[$fl] the profile's windows do not match opbench's samples (or one stayed open): $d/check.txt"
@@ -192,13 +192,13 @@ validate)
 	done
 	dirs=()
 	for s in "${scripts[@]}"; do dirs+=("$out/${s%.bt}"); done
-	/usr/bin/python3 "$tdir/check-trace.py" validate "${dirs[@]}" | tee "$out/validate.txt"
+	"$PYTHON" "$tdir/check-trace.py" validate "${dirs[@]}" | tee "$out/validate.txt"
 	[ "${PIPESTATUS[0]}" = 0 ] || die "validation failed: $out/validate.txt"
 	;;
 overhead)
 	boot "$flavour" "$out/$flavour" overhead "$script" "$bench" "$ops" "$loops" \
 		"$samples" "${ROUNDS:-3}"
-	/usr/bin/python3 "$tdir/check-trace.py" overhead "$out/$flavour" | tee "$out/overhead.txt"
+	"$PYTHON" "$tdir/check-trace.py" overhead "$out/$flavour" | tee "$out/overhead.txt"
 	[ "${PIPESTATUS[0]}" = 0 ] || die "no overhead figure: $out/overhead.txt"
 	;;
 esac

@@ -21,7 +21,7 @@ for i in $(seq 1 "$runs"); do
 		--accel "$accel" --timeout 180 -- true >/dev/null ||
 		die "boot $i failed; see $out/boot-$i/console.log"
 done
-/usr/bin/python3 - "$flavour" "$accel" "$out"/boot-*/vm.json <<'PYEOF'
+"$PYTHON" - "$flavour" "$accel" "$out"/boot-*/vm.json <<'PYEOF'
 import json, statistics, sys
 flavour, accel, records = sys.argv[1], sys.argv[2], sys.argv[3:]
 times = [json.load(open(r))["boot_to_command_s"] for r in records]

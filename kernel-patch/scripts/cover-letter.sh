@@ -48,7 +48,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # The generated parts first: a run that cannot be analysed changes nothing.
-/usr/bin/python3 "$TOPDIR/analysis/cover_perf.py" "$run" > "$tmp/perf" ||
+"$PYTHON" "$TOPDIR/analysis/cover_perf.py" "$run" > "$tmp/perf" ||
 	die "analysis/cover_perf.py failed on '$run'"
 # The run and the letter must be of the series as it is.
 want=$(hash_files "${patches[@]}")
@@ -83,7 +83,7 @@ git -C "$wt" -c user.name="${author% <*}" -c user.email="$(echo "$author" | sed 
 	format-patch -q --cover-letter --subject-prefix="$prefix" \
 	-o "$tmp/fp" "debian-$srcver..HEAD"
 
-/usr/bin/python3 - "$tmp/fp/0000-cover-letter.patch" "$text" "$tmp/perf" \
+"$PYTHON" - "$tmp/fp/0000-cover-letter.patch" "$text" "$tmp/perf" \
 	"$tmp/walkloop" "$tmp/out" <<'EOF'
 import re
 import sys
