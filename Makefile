@@ -4,12 +4,16 @@
 # `make bench` and `make test` are the whole set-up: both install missing
 # Debian packages, fetch the kernel source and build what they need.
 #
-# The pipeline is the prerequisites: deps -> source -> kernels -> image, and
-# only then the stages that boot guests. The build steps write the run
+# The pipeline: deps -> source -> kernels -> image (and plugin-header),
+# and only then the stages that boot guests. deps, source and image are
+# prerequisites; the kernels a booting target needs depend on its
+# variables (FLAVOUR, VS, ...), so its recipe builds them first
+# (kernels.sh) and only then runs the stage. The build steps write the run
 # manifest ($(CACHE_DIR)/manifest); every later stage reads kernels and
 # image from it and never fetches, unpacks or builds. The targets stay
 # phony: each step's script keeps its own cache (keyed by what produced it)
-# and returns in seconds when nothing changed.
+# and returns in seconds when nothing changed. Bad input is refused while
+# make reads this file, before any of it runs.
 
 CACHE_DIR  ?= /var/cache/rseq-opbench
 KVER       ?= 7.2
