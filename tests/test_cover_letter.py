@@ -409,6 +409,48 @@ def test_placeholder_reflowed_is_filled(rig, where):
         assert "Said before:\n\nThe loop of rseq_ops_apply()" in out
 
 
+@pytest.mark.parametrize("group", [True, False], ids=["SIGINT to the group",
+                                                    "SIGTERM to the script"])
+def test_killed_cover_letter_changes_nothing(rig, tmp_path, group):
+    """cover-letter.sh killed half-way (while cover_perf.py runs): the
+    series' 0000 is as it was, and no temporary file is left."""
+    import signal
+    import time
+    ready = tmp_path / "ready"
+    slow = tmp_path / "python"
+    slow.write_text("#!/bin/sh\ncase \"$1\" in *cover_perf.py) : > %s; "
+                    "exec sleep 120 ;; esac\nexec /usr/bin/python3 \"$@\"\n"
+                    % ready)
+    slow.chmod(0o755)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    series = copy_series(rig, "series-killed-%s" % group)
+    p = subprocess.Popen([COVER_SH, rig["run"], str(series)], cwd=TOP,
+                         env=dict(rig["env"], PYTHON=str(slow),
+                                  TMPDIR=str(tmp)),
+                         stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        t = time.time()
+        while not ready.exists():
+            assert p.poll() is None, p.stderr.read()
+            assert time.time() - t < 60, "cover_perf.py never started"
+            time.sleep(0.05)
+        if group:
+            os.killpg(p.pid, signal.SIGINT)
+        else:
+            p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert p.returncode != 0
+    assert (series / "0000-cover-letter.patch").read_text() == "STALE\n"
+    assert list(tmp.iterdir()) == []
+
+
 # cover_perf.py alone -----------------------------------------------------
 
 def test_cover_perf_known_answers(rig):
