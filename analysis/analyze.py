@@ -7,13 +7,25 @@
                                         analysis.json   (every number)
                                         plots/*.png, plots/*.svg
 
-Usage: analysis/analyze.py [RESULTS_DIR] [--out DIR] [--force]
+Usage: analysis/analyze.py [RESULTS_DIR] [--out DIR] [--force] [--strict]
 Without RESULTS_DIR, the newest complete benchmark run under results/ is
 analysed; an incomplete one (interrupted: it holds INCOMPLETE) only when
 named, and its report says so.
 An existing analysis is never overwritten: --force keeps it as
 analysis.old-<UTC date>/ and writes the new one in its place. The output is
 built in a temporary directory and renamed only when complete.
+
+Exit status: whether the run is usable.
+    0  analysed (with --strict: and every cell passed its correctness gate)
+    3  with --strict only: analysed and written, but some cells failed
+       their gate: they are dropped in every boot and listed at the end of
+       the report (microbench/bench-run.sh warns on it)
+    1  not analysed: the run cannot be read or analysed (the message says
+       why), or an existing analysis was in the way
+    2  bad usage
+Without --strict a run with invalid cells exits 0, as make report wants;
+the count is printed on stderr either way, and analysis.json's "usable"
+and "invalid_count" say the same.
 """
 import argparse
 import json
@@ -32,6 +44,8 @@ import opbench_plots  # noqa: E402
 import opbench_report  # noqa: E402
 
 TOP = os.path.dirname(HERE)
+# The exit status of a run analysed with cells that failed their gate.
+INVALID = 3
 
 
 def jsonable(a):
@@ -44,9 +58,8 @@ def jsonable(a):
 
 
 def write(rdir, outdir, force):
-    run = opbench_data.load(rdir)
-    a = opbench_data.analyse(run)
-    text = opbench_report.render(run, a)
+    a = opbench_data.analyse(opbench_data.load(rdir))
+    text = opbench_report.render(a)
     parent = os.path.dirname(os.path.abspath(outdir))
     os.makedirs(parent, exist_ok=True)
     if os.path.exists(outdir) and not force:
@@ -59,7 +72,7 @@ def write(rdir, outdir, force):
             f.write(text)
         with open(os.path.join(tmp, "analysis.json"), "w") as f:
             json.dump(jsonable(a), f, indent=1, sort_keys=True)
-        plots = opbench_plots.plot_all(a, run, os.path.join(tmp, "plots"))
+        plots = opbench_plots.plot_all(a, os.path.join(tmp, "plots"))
         if os.path.exists(outdir):
             old = "%s.old-%s" % (outdir, time.strftime("%Y%m%dT%H%M%SZ",
                                                         time.gmtime()))
@@ -70,8 +83,8 @@ def write(rdir, outdir, force):
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return text, [os.path.join(outdir, "plots", os.path.basename(p))
-                  for p in plots]
+    return a, text, [os.path.join(outdir, "plots", os.path.basename(p))
+                     for p in plots]
 
 
 def main():
@@ -86,6 +99,9 @@ def main():
                     help="replace an existing analysis, keeping the old one")
     ap.add_argument("-q", "--quiet", action="store_true",
                     help="do not print the report")
+    ap.add_argument("--strict", action="store_true",
+                    help="exit %d when cells failed their correctness gate"
+                    % INVALID)
     args = ap.parse_args()
     try:
         rdir = args.results or opbench_data.newest_run(
@@ -95,7 +111,7 @@ def main():
                   "report says so" % (rdir, opbench_data.INCOMPLETE),
                   file=sys.stderr)
         outdir = args.out or os.path.join(rdir, "analysis")
-        text, plots = write(rdir, outdir, args.force)
+        a, text, plots = write(rdir, outdir, args.force)
     except opbench_data.ResultsError as e:
         sys.exit("analyze: %s" % e)
     if not args.quiet:
@@ -104,6 +120,12 @@ def main():
           file=sys.stderr)
     print("analyze: plots  %s/ (%d files)" % (os.path.join(outdir, "plots"),
                                               len(plots)), file=sys.stderr)
+    if not a["usable"]:
+        print("analyze: %d cell-boots failed their correctness gate: listed "
+              "at the end of the report, not used" % a["invalid_count"],
+              file=sys.stderr)
+        if args.strict:
+            sys.exit(INVALID)
 
 
 if __name__ == "__main__":

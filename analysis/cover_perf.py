@@ -19,10 +19,10 @@ import textwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import opbench_data  # noqa: E402
-import opbench_report as rep  # noqa: E402
+import report_core as rep  # noqa: E402
+from cross_report import stretch_label  # noqa: E402
 
-WIDTH = 72
-SLOPES = ("switch", "signal", "preempt")
+WIDTH = rep.WIDTH
 
 
 def wrap(text, indent=""):
@@ -30,9 +30,10 @@ def wrap(text, indent=""):
                          subsequent_indent=indent)
 
 
-def section(run, a):
+def section(a):
+    """The Performance section, from the analysis alone."""
     unit = a["unit"]
-    k = next((b["kernel"] for b in run["boots"] if b["kernel"]), {})
+    k = a["header"]["kernel"]
     out = ["Performance", "==========="]
     out += wrap(
         "Measured with rseq-opbench, run %s; unit: %s; compiler %s; %s "
@@ -50,7 +51,8 @@ def section(run, a):
                            "PMU on the machine that measured it.")
     out += ["", "Cost per loop against the unpatched kernel at N = 0 "
             "(%s):" % unit, ""]
-    out.append("  %-8s %5s %11s  %-24s" % ("bench", "N", "diff", "95% CI"))
+    out.append("  %-8s %5s %11s  %-24s" % ("bench", "N", "diff",
+                                           rep.CI_HEAD))
     rows = [c for c in a["mission"] if c["flavour"] == "ops"]
     for c in rows:
         out.append("  %-8s %5d %11s  %-24s" % (
@@ -61,23 +63,20 @@ def section(run, a):
     out += [""] + wrap("N = 0 is the cost to a thread that registered no "
                        "operation. \"same in all boots\": every boot gave "
                        "that figure exactly.", "  ")
-    slopes = [(b, opbench_data._slope_per_walk(a, b)) for b in SLOPES]
-    slopes = [(b, s) for b, s in slopes if s]
+    slopes = a["walk_slopes"]
     if slopes:
         out += ["", "The walk, %s per operation per walk (fit of a + b*N "
                 "per boot):" % unit, ""]
-        for b, s in slopes:
-            out.append("  %-8s %9.3f  %s" % (b, s["value"], rep.ci(s["ci"])))
+        for s in slopes:
+            out.append("  %-8s %9.3f  %s" % (s["bench"], s["value"],
+                                             rep.ci(s["ci"])))
     walks = [c for c in a.get("cross", [])
-             if c["check"].startswith("walk added to a preemption")
-             and c.get("value") is not None]
+             if c["kind"] == "walk-stretch" and c.get("value") is not None]
     if walks:
         out += ["", "Walk added to the return from a preemption (%s):"
                 % unit, ""]
-        walk_rows = [(c["check"].replace("walk added to a preemption at ",
-                                         ""),
-                      rep.num(c["value"], True), rep.ci(c["ci"], True))
-                     for c in walks]
+        walk_rows = [(stretch_label(c), rep.num(c["value"], True),
+                      rep.ci(c["ci"], True)) for c in walks]
         w = max(len(r[0]) for r in walk_rows)
         for what, value, ci in walk_rows:
             line = "  %-*s %10s  %s" % (w, what, value, ci)
@@ -90,7 +89,7 @@ def section(run, a):
             "minus at N = 0, paired by boot. Up to %d nodes the walk runs "
             "on the exit fast path with interrupts off; longer lists on "
             "the slow path with interrupts on and preemption off."
-            % opbench_data.IRQS_OFF_MAX, "  ")
+            % a["irqs_off_max"], "  ")
     return "\n".join(line.rstrip() for line in out) + "\n"
 
 
@@ -98,11 +97,10 @@ def main():
     if len(sys.argv) != 2:
         sys.exit("usage: cover_perf.py RESULTS_DIR (a run of make bench)")
     try:
-        run = opbench_data.load(sys.argv[1])
-        a = opbench_data.analyse(run)
+        a = opbench_data.analyse(opbench_data.load(sys.argv[1]))
     except opbench_data.ResultsError as e:
         sys.exit("cover_perf: %s" % e)
-    sys.stdout.write(section(run, a))
+    sys.stdout.write(section(a))
 
 
 if __name__ == "__main__":

@@ -6,69 +6,39 @@ the RFC as posted (rfc), from one run of make bench-walker.
 It reads what opbench_data.analyse already computed (per-flavour cost
 models, comparisons against the unpatched kernel and against N = 0) and
 the walker loops counted at bench time in each flavour's vmlinux
-(walker-loops/<flavour>.txt, analysis/walker_loops.py), and answers the
-question of the RFC's thread: what keeping the operations in the kernel
-saves per operation, and what it costs at registration.
+(walker-loops/<flavour>.txt, analysis/walker_loops.py; opbench_io reads
+them as a["walker_loops"]), and answers the question of the RFC's thread:
+what keeping the operations in the kernel saves per operation, whether the
+target is met, and what it costs at registration.
 
-opbench_report renders its section (designs_lines), opbench_plots its plot
+designs_report renders its section (designs_lines), opbench_plots its plot
 (design_slopes).
 """
-import os
-import re
-
 import opbench_stats as st
+from cross_checks import WALK_BENCHES, group, per_walk
 
 # Flavour, and how the report names it.
 DESIGNS = (("ops", "walker (ours)"), ("resident", "kernel-resident"),
            ("rfc", "RFC as posted"))
-WALK_BENCHES = ("switch", "signal", "preempt")
 # The issue's target: the resident walk at least this many times cheaper
 # per operation than the RFC's.
 TARGET_RATIO = 4.0
 LAYOUTS = (("preempt", "packed"), ("preempt+scattered", "scattered"))
 STRETCH_NS = (64, 2048)
-LOOP_RE = re.compile(r"^(\S+)\s+\+(0x[0-9a-f]+)\.\.\+(0x[0-9a-f]+)\s+(\d+)\s+"
-                     r"(\d+)\s+(\d+)\s+(\d+)\s*$")
-
-
-def _group(a, bench):
-    return next((g for g in a["groups"] if g["bench"] == bench
-                 and g["op_type"] == "null"), None)
+# The registration table's columns: these N and the largest measured.
+REGISTER_NS = (0, 1, 64, 1024)
+# What the resident design costs that is not measured here, from its cover
+# letter (kernel-patch/resident/0000-cover-letter.txt): kernel memory per
+# entry, and the array doubling (EXAMPLE_OPS operations take the next
+# power of two of entries).
+ENTRY_BYTES = 40
+EXAMPLE_OPS = 1025
 
 
 def _per_walk(m, walks):
     if not m or "b" not in m or not walks:
         return None
-    return {"value": m["b"] / walks,
-            "ci": [c / walks for c in m["b_ci"]] if m.get("b_ci") else None,
-            "k": m["k"],
-            "walk_max": m["walk_max"] / walks,
-            "walk_max_ci": ([c / walks for c in m["walk_max_ci"]]
-                            if m.get("walk_max_ci") else None),
-            "n_max": m["ns"][-1]}
-
-
-def walker_loops(run_dir):
-    """{flavour: [loop, ...]} from walker-loops/<flavour>.txt."""
-    out = {}
-    d = os.path.join(run_dir, "walker-loops")
-    if not os.path.isdir(d):
-        return out
-    for name in sorted(os.listdir(d)):
-        if not name.endswith(".txt"):
-            continue
-        rows = []
-        with open(os.path.join(d, name)) as f:
-            for line in f:
-                m = LOOP_RE.match(line.strip())
-                if m:
-                    rows.append({"function": m.group(1), "head": m.group(2),
-                                 "end": m.group(3), "insns": int(m.group(4)),
-                                 "loads": int(m.group(5)),
-                                 "cond_br": int(m.group(6)),
-                                 "stac_clac": int(m.group(7))})
-        out[name[:-4]] = rows
-    return out
+    return per_walk(m, walks)
 
 
 def analyse(a):
@@ -80,9 +50,9 @@ def analyse(a):
     out = {"flavours": fls, "names": dict(DESIGNS), "slopes": [],
            "ratios": [], "zero": [], "stretch": [], "register": [],
            "missing": [],
-           "loops": walker_loops(a["dir"]), "target": TARGET_RATIO}
+           "loops": a.get("walker_loops", {}), "target": TARGET_RATIO}
     for bench in WALK_BENCHES:
-        g = _group(a, bench)
+        g = group(a, bench)
         if not g:
             continue
         walks = g["walks_per_loop"]
@@ -119,7 +89,7 @@ def analyse(a):
                                     "diff": c["diff"],
                                     "diff_ci": c.get("diff_ci")})
     for name, layout in LAYOUTS:
-        g = _group(a, name)
+        g = group(a, name)
         if not g:
             continue
         for fl in fls:
@@ -129,7 +99,7 @@ def analyse(a):
                                            "nr_ops": r["nr_ops"],
                                            "diff": r["diff"],
                                            "diff_ci": r.get("diff_ci")})
-    g = _group(a, "register")
+    g = group(a, "register")
     if g:
         for fl in fls:
             cells = sorted((c for c in g["cells"] if c["flavour"] == fl),
@@ -143,7 +113,48 @@ def analyse(a):
                 "slope_ci": m.get("b_ci") if m else None,
                 "full": [n for f, n in g["unsupported"] if f == fl]})
     out["breakeven"] = _breakeven(out)
+    out["target_verdict"] = _target(out)
+    out["register_ns"] = _register_ns(out)
+    out["resident_cost"] = _resident_cost(out)
+    entries = 1 << (EXAMPLE_OPS - 1).bit_length()
+    out["memory"] = {"entry_bytes": ENTRY_BYTES, "ops": EXAMPLE_OPS,
+                     "entries": entries,
+                     "kib": entries * ENTRY_BYTES // 1024}
     return out
+
+
+def _target(d):
+    """Whether the resident walk is TARGET_RATIO times cheaper per
+    operation than the RFC's: met when the lowest bound of every ratio's
+    interval is; not assessed without an RFC slope or an interval."""
+    rfc = [r for r in d["ratios"] if r["flavour"] == "rfc"]
+    if not rfc:
+        return {"assessed": False, "why": "no-rfc"}
+    bad = [r["bench"] for r in rfc
+           if r["ratio"] is None or not r["ratio_ci"]]
+    if bad:
+        return {"assessed": False, "why": "no-interval", "benches": bad}
+    low = min(r["ratio_ci"][0] for r in rfc)
+    return {"assessed": True, "met": low >= d["target"], "low": low,
+            "benches": [r["bench"] for r in rfc]}
+
+
+def _register_ns(d):
+    ns = sorted({c["nr_ops"] for r in d["register"] for c in r["cells"]})
+    return [n for n in ns if n in REGISTER_NS or n == ns[-1]]
+
+
+def _resident_cost(d):
+    """The resident registration's growth per operation held and its round
+    trip at N = 0 against ops', or None when it was not measured."""
+    reg = {r["flavour"]: r for r in d["register"]}
+    res = reg.get("resident")
+    if not res or res["slope"] is None:
+        return None
+    by = {c["nr_ops"]: c["value"] for c in res["cells"]}
+    return {"slope": res["slope"], "resident_zero": by.get(0),
+            "ops_zero": {c["nr_ops"]: c["value"] for c in
+                         reg.get("ops", {}).get("cells", [])}.get(0)}
 
 
 def _breakeven(d):

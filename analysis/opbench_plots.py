@@ -30,6 +30,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import tcmalloc_model as tm  # noqa: E402
+from opbench_stats import CONFIDENCE_TEXT as CONF  # noqa: E402
 
 DPI = 100
 SIZE = (8, 5)		# 800 x 500 pixels at DPI
@@ -56,8 +57,8 @@ def marker(i):
     return MARKERS[i % len(MARKERS)]
 
 
-def title(a, run, what):
-    k = next((b["kernel"] for b in run["boots"] if b["kernel"]), {})
+def title(a, what):
+    k = a["header"]["kernel"]
     return "%s\nLinux %s, %s, accel %s" % (
         what, k.get("source_version", "?"), " / ".join(a["flavours"]),
         a["accel"])
@@ -122,7 +123,7 @@ def note(fig, text):
     return 0
 
 
-def overhead(a, run, outdir):
+def overhead(a, outdir):
     """Overhead against N=0 on every flavour with operations, log2 N,
     symlog y: one colour and marker per benchmark and flavour, line style
     per flavour; what the headline does not quote is left out."""
@@ -150,8 +151,8 @@ def overhead(a, run, outdir):
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xlabel("operations registered per thread (N)")
     ax.set_ylabel("%s per loop, N minus N=0 (symlog)" % a["unit"])
-    ax.set_title(title(a, run, "Overhead of N operations against N=0, 95% "
-                       "CI bands (boot-level)"), fontsize=10)
+    ax.set_title(title(a, "Overhead of N operations against N=0, %s "
+                       "CI bands (boot-level)" % CONF), fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     if drawn:
         outside_legend(ax)
@@ -169,7 +170,7 @@ def rows_figure(nrows, per_row):
     return plt.subplots(figsize=(SIZE[0], h))
 
 
-def zero_ops(a, run, outdir):
+def zero_ops(a, outdir):
     """Distributions at N=0, each flavour relative to the reference median:
     one row per benchmark (names read horizontally), one box and one
     marker per flavour."""
@@ -208,14 +209,14 @@ def zero_ops(a, run, outdir):
                   % a["reference"])
     if labelled:
         outside_legend(ax, fontsize=9)
-    ax.set_title(title(a, run, "No operation registered: every flavour "
+    ax.set_title(title(a, "No operation registered: every flavour "
                        "against %s" % a["reference"]), fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout(rect=(0, note(fig, excluded_note(a)), 1, 1))
     return save(fig, outdir, "zero-ops")
 
 
-def per_op(a, run, outdir):
+def per_op(a, outdir):
     """Slope b per operation per walk, with its CI, per benchmark/flavour:
     one row per benchmark, one bar per flavour, its value written after
     its interval."""
@@ -253,7 +254,8 @@ def per_op(a, run, outdir):
     ax.set_xlim(min(0, lo - 0.05 * span), hi + 0.18 * span)
     ax.axvline(0, color="grey", lw=0.8)
     ax.set_xlabel("%s per operation per walk (slope b)" % a["unit"])
-    ax.set_title(title(a, run, "Cost of one operation in one walk, 95% CI"),
+    ax.set_title(title(a, "Cost of one operation in one walk, %s CI"
+                       % CONF),
                  fontsize=10)
     if fls:
         outside_legend(ax, fontsize=9)
@@ -265,7 +267,7 @@ def per_op(a, run, outdir):
     return save(fig, outdir, "per-op")
 
 
-def sweep(a, run, outdir, g):
+def sweep(a, outdir, g):
     """Median time against N, one line per flavour, with the fitted lines."""
     fig, ax = plt.subplots(figsize=SIZE)
     for j, fl in enumerate(a["flavours"]):
@@ -289,7 +291,7 @@ def sweep(a, run, outdir, g):
     ax.set_yscale("log")
     ax.set_xlabel("operations registered per thread (N; N=0 drawn at 0.5)")
     ax.set_ylabel("%s per loop (%s)" % (a["unit"], g["loop"]))
-    ax.set_title(title(a, run, "%s: time against N" % label(g)), fontsize=10)
+    ax.set_title(title(a, "%s: time against N" % label(g)), fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     outside_legend(ax, fontsize=9)
     fig.tight_layout(rect=(0, note(fig, "a + b x N fitted per boot on "
@@ -300,7 +302,7 @@ def sweep(a, run, outdir, g):
     return save(fig, outdir, name)
 
 
-def residuals(a, run, outdir):
+def residuals(a, outdir):
     """Residual of a + b x N at each N, relative to the fit, per benchmark
     and flavour: a straight line on log axes hides a step; this does not."""
     fig, ax = plt.subplots(figsize=SIZE)
@@ -322,7 +324,7 @@ def residuals(a, run, outdir):
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xlabel("operations registered per thread (N)")
     ax.set_ylabel("residual of a + b x N, % of the fitted value")
-    ax.set_title(title(a, run, "What the straight line leaves, per N (mean "
+    ax.set_title(title(a, "What the straight line leaves, per N (mean "
                        "over boots)"), fontsize=10)
     ax.grid(True, alpha=0.3)
     if drawn:
@@ -334,7 +336,7 @@ def residuals(a, run, outdir):
     return save(fig, outdir, "residuals")
 
 
-def tcmalloc_events(t, a, run, outdir):
+def tcmalloc_events(t, a, outdir):
     """Cost per event, legacy against ops, with intervals: one panel per
     flavour, bars per event, and ops less legacy (paired) written over
     each pair."""
@@ -381,8 +383,8 @@ def tcmalloc_events(t, a, run, outdir):
     for ax in axes[0]:
         if ax.get_legend_handles_labels()[0]:
             ax.legend()
-    fig.suptitle(title(a, run, "TCMalloc model: cost per event, legacy "
-                       "against operations (95% CI)"), fontsize=9)
+    fig.suptitle(title(a, "TCMalloc model: cost per event, legacy "
+                       "against operations (%s CI)" % CONF), fontsize=9)
     fig.tight_layout()
     return save(fig, outdir, "tcmalloc-events")
 
@@ -391,7 +393,7 @@ DESIGN_COLOURS = {"ops": "tab:blue", "resident": "tab:green",
                   "rfc": "tab:red"}
 
 
-def design_slopes(d, a, run, outdir):
+def design_slopes(d, a, outdir):
     """The three designs: the walk's slope per operation per walk for each
     benchmark, with intervals, and the registration round trip against the
     number of operations held."""
@@ -430,7 +432,7 @@ def design_slopes(d, a, run, outdir):
     ax.set_xticks(x)
     ax.set_xticklabels(benches)
     ax.set_ylabel("%s per operation per walk" % a["unit"])
-    ax.set_title("slope of the walk (95% CI)", fontsize=9)
+    ax.set_title("slope of the walk (%s CI)" % CONF, fontsize=9)
     ax.grid(axis="y", alpha=0.3)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.35)
     ax.legend(fontsize=8, loc="upper left", ncol=2)
@@ -448,25 +450,25 @@ def design_slopes(d, a, run, outdir):
         ax.set_title("registration round trip", fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(title(a, run, "three designs of the walk%s" % (
+    fig.suptitle(title(a, "three designs of the walk%s" % (
         " (instructions under icount, not time)" if a["accel"] == "icount"
         else "")), fontsize=9)
     fig.tight_layout()
     return save(fig, outdir, "design-slopes")
 
 
-def plot_all(a, run, outdir):
+def plot_all(a, outdir):
     os.makedirs(outdir, exist_ok=True)
     paths = []
-    paths += overhead(a, run, outdir)
-    paths += zero_ops(a, run, outdir)
-    paths += per_op(a, run, outdir)
-    paths += residuals(a, run, outdir)
+    paths += overhead(a, outdir)
+    paths += zero_ops(a, outdir)
+    paths += per_op(a, outdir)
+    paths += residuals(a, outdir)
     for g in a["groups"]:
         if len({c["nr_ops"] for c in g["cells"]}) > 1:
-            paths += sweep(a, run, outdir, g)
+            paths += sweep(a, outdir, g)
     if a.get("tcmalloc"):
-        paths += tcmalloc_events(a["tcmalloc"], a, run, outdir)
+        paths += tcmalloc_events(a["tcmalloc"], a, outdir)
     if a.get("designs"):
-        paths += design_slopes(a["designs"], a, run, outdir)
+        paths += design_slopes(a["designs"], a, outdir)
     return paths

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """tcmalloc_model - legacy against operations: the TCMalloc model's records
-(boot-*/tcmodel.json, microbench/tcmodel.c) and their statistics.
-opbench_report renders its section (tcmalloc_lines), opbench_plots its plot
-(tcmalloc_events).
+(boot-*/tcmodel.json, microbench/tcmodel.c, read by opbench_io.load) and
+their statistics. tcmalloc_report renders its section (tcmalloc_lines),
+opbench_plots its plot (tcmalloc_events).
 
 A cell is (what, mode, flavour). Each sample record carries the median of
 its iterations in TSC ticks and the gate's counts (events, recoveries,
@@ -17,14 +17,11 @@ legacy or on glibc's area (groups switch+legacy, switch+glibc, ... of
 opbench_data.analyse) for the system-wide table.
 """
 import collections
-import os
 
 import numpy as np
 
-# opbench_data imports this module too: only its functions are used, at
-# call time, so either may be imported first.
-import opbench_data
 import opbench_stats as st
+from opbench_cells import clocks
 
 MODES = ("legacy", "ops")
 # The cells that time one event (or none, syscall) followed by one pair.
@@ -36,28 +33,18 @@ ROUND_TRIPS = ("syscall", "switch", "signal")
 COLOURS = {"legacy": "tab:orange", "ops": "tab:blue"}
 
 
-def load(run):
-    """Every boot's tcmodel records: {boot index: [record, ...]}."""
-    out = {}
-    for b in run["boots"]:
-        p = os.path.join(run["dir"], b["dir"], "tcmodel.json")
-        if not os.path.exists(p):
-            continue
-        out[b["index"]] = opbench_data.read_records(p)
-    return out
-
-
 def _scale(recs, accel, where):
     """Ticks to the unit, from the boot's tcmodel clock records, checked as
-    opbench's are (opbench_data.clocks); None without a clock record."""
-    c = opbench_data.clocks({"boots": [{"index": 0, "dir": where,
+    opbench's are (opbench_cells.clocks); None without a clock record."""
+    c = clocks({"boots": [{"index": 0, "dir": where,
                                         "records": recs}]}, accel)
     return c[0]["scale"] if c else None
 
 
 def analyse(run, a):
     """The model's section of the analysis, or None without records."""
-    per = load(run)
+    per = {b["index"]: b["tcmodel"] for b in run["boots"]
+           if b.get("tcmodel") is not None}
     if not any(per.values()):
         return None
     flavour_of = {b["index"]: b["flavour"] for b in run["boots"]}
@@ -140,9 +127,13 @@ def analyse(run, a):
             ("getcpu", "ops", fl))
         if fb and rs:
             c = st.compare_paired(fb, rs, key=("tcm-getcpu", fl))
+            # What rseq saves a call: the difference, negated.
             out["getcpu"].append({"flavour": fl, "fallback": c["ref_value"],
                                   "rseq": c["value"], "diff": c["diff"],
-                                  "ci": c["diff_ci"]})
+                                  "ci": c["diff_ci"], "saved": -c["diff"],
+                                  "saved_ci": [-c["diff_ci"][1],
+                                               -c["diff_ci"][0]]
+                                  if c["diff_ci"] else None})
     return out
 
 

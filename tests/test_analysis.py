@@ -110,8 +110,9 @@ def test_walks_per_loop_counted_by_bpftrace(tmp_path):
     a = opbench_data.analyse(run)
     assert a["walk_counts"] == [{"bench": "switch", "nr_ops": 64,
                                  "walks": 1604, "loops": 800,
-                                 "declared": 2, "measured": 2.005}]
-    text = opbench_report.render(run, a)
+                                 "declared": 2, "measured": 2.005,
+                                 "agrees": True}]
+    text = opbench_report.render(a)
     assert re.search(r"switch +64 +1604 +800 +2\.0050 +2  agrees", text)
 
 
@@ -173,7 +174,7 @@ def test_truncated_records_named(tmp_path):
 def test_report_golden(tmp_path):
     d = synthetic(tmp_path)
     run = opbench_data.load(d)
-    text = opbench_report.render(run, opbench_data.analyse(run))
+    text = opbench_report.render(opbench_data.analyse(run))
     if os.environ.get("REGEN_GOLDEN"):
         with open(GOLDEN, "w") as f:
             f.write(text)
@@ -183,11 +184,67 @@ def test_report_golden(tmp_path):
         assert text == f.read()
 
 
+def test_report_from_the_analysis_alone(tmp_path):
+    """render() and the header take the analysis alone: the same text
+    from analysis.json's content as from analyse()'s, with the run's
+    directory gone."""
+    d = synthetic(tmp_path)
+    a = opbench_data.analyse(opbench_data.load(d))
+    text = opbench_report.render(a)
+    os.rename(d, d + ".gone")
+    assert opbench_report.render(json.loads(json.dumps(a))) == text
+    assert not a["usable"] and a["invalid_count"] == 1
+
+
+@pytest.mark.parametrize("accel", ["icount", "tcg"])
+def test_declared_launch_fields(tmp_path, accel):
+    """vm.json as opbench_vm.py writes it now declares the accelerator's
+    arguments, CPU, icount options and vCPUs: the report says what the
+    argv fallback (runs made before the fields) said, byte for byte."""
+    sys.path.insert(0, os.path.join(TOP, "vm-images"))
+    import opbench_vm
+    d = synthetic(tmp_path, accel)
+    old = opbench_report.render(opbench_data.analyse(opbench_data.load(d)))
+    for b in os.listdir(d):
+        p = os.path.join(d, b, "vm.json")
+        if not os.path.exists(p):
+            continue
+        with open(p) as f:
+            vm = json.load(f)
+        vm.update(opbench_vm.accel_record(accel))
+        del vm["qemu_command"]
+        with open(p, "w") as f:
+            json.dump(vm, f)
+    run = opbench_data.load(d)
+    launch = run["boots"][0]["launch"]
+    assert launch["cpu"] == "max" and launch["smp"] == 2
+    assert (launch["icount"] is not None) == (accel == "icount")
+    # accel_record's tcg is multi-threaded, the synthetic argv's is not.
+    new = opbench_report.render(opbench_data.analyse(run))
+    if accel == "icount":
+        assert new == old
+    else:
+        assert new == old.replace("-accel tcg -cpu",
+                                  "-accel tcg,thread=multi -cpu")
+
+
+def test_cli_strict_exit_status(tmp_path):
+    """--strict: 3 when cells failed their gate (the synthetic run plants
+    one), the analysis written all the same; without it, 0."""
+    d = synthetic(tmp_path)
+    r = analyze(d, "-q", "--strict")
+    assert r.returncode == 3, r.stderr
+    assert "1 cell-boots failed their correctness gate" in r.stderr
+    assert os.path.exists(os.path.join(d, "analysis", "report.txt"))
+    with open(os.path.join(d, "analysis", "analysis.json")) as f:
+        assert json.load(f)["usable"] is False
+
+
 @pytest.mark.parametrize("accel", ["icount", "tcg"])
 def test_report_width_and_units(tmp_path, accel):
     d = synthetic(tmp_path, accel)
     run = opbench_data.load(d)
-    text = opbench_report.render(run, opbench_data.analyse(run))
+    text = opbench_report.render(opbench_data.analyse(run))
     assert max(len(l) for l in text.splitlines()) <= 72
     assert "Difference at 95% confidence" in text
     if accel == "icount":
@@ -286,7 +343,7 @@ def test_report_warns_on_mixed_compilers(tmp_path):
     k = next(b["kernel"] for b in run["boots"] if b["flavour"] == "ops")
     k.update({"compiler": "gcc (Debian 12.2.0-14) 12.2.0",
               "cc_has_asm_goto_output": "n"})
-    text = opbench_report.render(run, opbench_data.analyse(run))
+    text = opbench_report.render(opbench_data.analyse(run))
     assert "different compilers" in text
 
 

@@ -12,7 +12,9 @@ from conftest import TOP
 sys.path.insert(0, os.path.join(TOP, "analysis"))
 import designs  # noqa: E402
 import opbench_plots  # noqa: E402
-import opbench_report  # noqa: E402
+import designs_report  # noqa: E402
+import opbench_io  # noqa: E402
+import report_core  # noqa: E402
 import opbench_stats as st  # noqa: E402
 
 NS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
@@ -38,7 +40,8 @@ def cells(rng, base, slope, walks):
 def synthetic_analysis(tmp_path, with_loops=True):
     rng = np.random.default_rng(19)
     a = {"flavours": ["baseline", "ops", "resident", "rfc"], "groups": [],
-         "dir": str(tmp_path), "unit": "instructions", "accel": "icount"}
+         "dir": str(tmp_path), "unit": "instructions", "accel": "icount",
+         "irqs_off_max": 64, "header": {"kernel": {}}}
     for bench, walks in WALKS.items():
         g = {"bench": bench, "op_type": "null", "walks_per_loop": walks,
              "cost": {}, "vs_reference": [], "vs_zero": {}, "cells": [],
@@ -73,6 +76,8 @@ def synthetic_analysis(tmp_path, with_loops=True):
             "stac/clac\n"
             "rseq_ops_apply  +0x60..+0x9c            14      4        3  "
             "        0\n")
+    # As opbench_io.load reads them, and analyse passes them on.
+    a["walker_loops"] = opbench_io.walker_loops(str(tmp_path))
     return a
 
 
@@ -101,14 +106,15 @@ def test_report_section_and_plot(tmp_path):
     and fits 72 columns; the plot is written."""
     a = synthetic_analysis(tmp_path)
     d = designs.analyse(a)
-    lines = opbench_report.designs_lines(d, a)
+    lines = designs_report.designs_lines(d, a)
     text = "\n".join(lines)
     assert "Instructions under QEMU icount, not time." in " ".join(lines)
     assert "Met (lowest bound" in " ".join(text.split())
-    assert all(len(ln) <= opbench_report.WIDTH for ln in lines), text
+    # The verdict is the analysis', the section only says it.
+    assert d["target_verdict"]["assessed"] and d["target_verdict"]["met"]
+    assert all(len(ln) <= report_core.WIDTH for ln in lines), text
     (tmp_path / "plots").mkdir()
-    paths = opbench_plots.design_slopes(d, a, {"boots": []},
-                                        str(tmp_path / "plots"))
+    paths = opbench_plots.design_slopes(d, a, str(tmp_path / "plots"))
     assert any(p.endswith("design-slopes.png") for p in paths)
     assert all(os.path.getsize(p) > 1000 for p in paths)
 
@@ -122,8 +128,9 @@ def test_target_not_met_is_said(tmp_path):
     finally:
         SLOPE["resident"] = old
     d = designs.analyse(a)
-    text = " ".join(" ".join(opbench_report.designs_lines(d, a)).split())
+    text = " ".join(" ".join(designs_report.designs_lines(d, a)).split())
     assert "NOT met" in text
+    assert d["target_verdict"]["met"] is False
 
 
 def test_needs_the_resident_flavour(tmp_path):
@@ -137,9 +144,10 @@ def test_target_not_assessed_without_an_rfc_slope(tmp_path):
     a = synthetic_analysis(tmp_path, with_loops=False)
     a["flavours"] = ["baseline", "ops", "resident"]
     d = designs.analyse(a)
-    text = " ".join(" ".join(opbench_report.designs_lines(d, a)).split())
+    text = " ".join(" ".join(designs_report.designs_lines(d, a)).split())
     assert "Not assessed: no RFC slope in this run." in text
     assert "Met" not in text
+    assert d["target_verdict"] == {"assessed": False, "why": "no-rfc"}
 
 
 def test_breakeven_in_walks(tmp_path):
@@ -155,5 +163,5 @@ def test_breakeven_in_walks(tmp_path):
     # N = 1024 than ops (negative: never behind) and 460 at N = 0.
     assert abs(rows[("ops", 0)]["walks"] - 460.0 / 23.0) < 0.05
     assert abs(rows[("rfc", 0)]["walks"] - 460.0 / 38.0) < 0.05
-    text = " ".join(" ".join(opbench_report.designs_lines(d, a)).split())
+    text = " ".join(" ".join(designs_report.designs_lines(d, a)).split())
     assert "When each design wins" in text

@@ -165,7 +165,7 @@ def named(fig):
             if "tick label" in w or "legend" in w]
 
 
-def render(a, run, outdir, monkeypatch):
+def render(a, outdir, monkeypatch):
     """plot_all, each figure checked as it is saved: {name: facts}."""
     seen = {}
 
@@ -182,7 +182,7 @@ def render(a, run, outdir, monkeypatch):
                 for e in ("png", "svg")]
     with monkeypatch.context() as m:
         m.setattr(opbench_plots, "save", check)
-        paths = opbench_plots.plot_all(a, run, outdir)
+        paths = opbench_plots.plot_all(a, outdir)
     assert sorted(paths) == sorted(
         os.path.join(outdir, "%s.%s" % (n, e)) for n in seen
         for e in ("png", "svg"))
@@ -327,7 +327,7 @@ def plotted(request, tmp_path_factory):
     a = opbench_data.analyse(run)
     mp = pytest.MonkeyPatch()
     try:
-        figs = render(a, run, str(tmp / "plots"), mp)
+        figs = render(a, str(tmp / "plots"), mp)
     finally:
         mp.undo()
     return plan, accel, a, figs

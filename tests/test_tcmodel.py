@@ -171,13 +171,13 @@ def test_analysis_known_answers(tmp_path):
     gates = {(x["what"], x["mode"], x["flavour"]): x for x in t["gates"]}
     assert gates[("fence", "legacy", "ops")]["valid"] is False
     assert gates[("signal", "ops", "ops")]["stale"] == 0
-    text = opbench_report.render(run, a)
+    text = opbench_report.render(a)
     assert "Legacy against operations: a TCMalloc model" in text
     assert "tcmodel fence legacy ops boot %d sample 1: stale use" % bad \
         in text
     assert "ops mode n/a here: kernel without RSEQ operations" in text
     assert max(len(x) for x in text.splitlines()) <= 72
-    paths = opbench_plots.plot_all(a, run, str(tmp_path / "plots"))
+    paths = opbench_plots.plot_all(a, str(tmp_path / "plots"))
     png = [p for p in paths if p.endswith("tcmalloc-events.png")]
     assert png and os.path.getsize(png[0]) > 1000
 

@@ -107,6 +107,16 @@ def accel_args(accel):
                       % accel)
 
 
+def accel_record(accel):
+    """The accelerator and its options as vm.json declares them, so that
+    the analysis reads them instead of parsing qemu_command: the arguments
+    accel_args() gives, the CPU model, the icount options (None without)."""
+    args = accel_args(accel)
+    return {"accel": accel, "accel_args": args,
+            "cpu": args[args.index("-cpu") + 1],
+            "icount": ICOUNT_OPTS if "-icount" in args else None}
+
+
 def machine_args(smp, mem):
     return ["-machine", "pc", "-smp", str(smp), "-m", str(mem),
             "-nodefaults", "-no-user-config", "-display", "none",
@@ -411,7 +421,7 @@ def main(argv=None):
         return 2
     if warning:
         print("opbench-vm: WARNING: %s" % warning, file=sys.stderr)
-    record = {"accel": accel, "accel_reason": reason, "warnings":
+    record = {**accel_record(accel), "accel_reason": reason, "warnings":
               [warning] if warning else [], "qemu_version":
               qemu_version(opts.qemu), "smp": opts.smp, "mem": opts.mem,
               "pin": opts.pin_cpus, "kernel": os.path.abspath(opts.kernel),
@@ -427,7 +437,8 @@ def main(argv=None):
                        "emulation; times are emulated, not hardware" % why)
             print("opbench-vm: WARNING: %s" % warning, file=sys.stderr)
             record["warnings"].append(warning)
-            record["accel"] = accel = "tcg"
+            accel = "tcg"
+            record.update(accel_record(accel))
             status, why = boot_once(opts, accel, script, logfile, record)
     finally:
         os.unlink(os.path.join(opts.share, script))

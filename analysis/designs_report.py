@@ -1,0 +1,192 @@
+# SPDX-License-Identifier: GPL-2.0
+"""designs_report - the section "Keep the operations in the kernel?" of the
+report: the three designs of the walk (designs.analyse), as text. The
+verdicts (the target met or not) and the figures are designs'."""
+import textwrap
+
+from cross_checks import WALK_BENCHES
+from report_core import CI_HEAD, CONF, RULE, WIDTH, ci, num
+
+
+def _or_na(x):
+    return num(x) if x is not None else "n/a"
+
+
+def target_text(t):
+    """designs' verdict on the target, as a sentence."""
+    if not t["assessed"]:
+        if t["why"] == "no-rfc":
+            return "Not assessed: no RFC slope in this run."
+        return ("Not assessed: a ratio without an interval (%s)."
+                % ", ".join(t["benches"]))
+    return "%s (lowest bound of the ratio's interval over %s: %.2f)." % (
+        "Met" if t["met"] else "NOT met", ", ".join(t["benches"]), t["low"])
+
+
+def designs_lines(d, a):
+    """The section "keep the operations in the kernel?" (designs.analyse)."""
+    unit = a["unit"]
+    icount = a["accel"] == "icount"
+    fls = d["flavours"]
+    lines = [RULE, "Keep the operations in the kernel? Three designs of "
+             "the walk", ""]
+    lines += textwrap.wrap(
+        "%s: our series, which walks the list in user memory; %s: the "
+        "variant (kernel-patch/resident/) that checks and copies each node "
+        "at registration and applies a kernel array; %s: the RFC's patches. "
+        "Same source, configuration and compiler, one run. Figures: %s, "
+        "mean over boots, %s CI.%s" % (
+            "ops", "resident", "rfc", unit, CONF,
+            " Instructions under QEMU icount, not time." if icount else ""),
+        WIDTH)
+    sl = {(s["bench"], s["flavour"]): s for s in d["slopes"]}
+    benches = [b for b in WALK_BENCHES
+               if any(k[0] == b for k in sl)]
+    if benches:
+        # Wrapped: "ns (emulated)" makes it longer than a line.
+        lines += [""] + textwrap.wrap("The walk, %s per operation per walk "
+                                      "(fit of a + b*N per boot):" % unit,
+                                      WIDTH)
+        lines.append("  %-8s %-10s %10s  %s" % ("bench", "design", "slope",
+                                                CI_HEAD))
+        miss = {(m["bench"], m["flavour"]): m["why"]
+                for m in d.get("missing", [])}
+        for b in benches:
+            for fl in fls:
+                s = sl.get((b, fl))
+                if s:
+                    lines.append("  %-8s %-10s %10s  %s" % (
+                        b, fl, num(s["value"]), ci(s["ci"])))
+                elif (b, fl) in miss:
+                    lines += textwrap.wrap(
+                        "%-8s %-10s no slope: %s" % (b, fl, miss[(b, fl)]),
+                        WIDTH, initial_indent="  ",
+                        subsequent_indent="  " + " " * 20)
+        lines += [""] + textwrap.wrap("Per operation, RFC and ours against "
+                                      "the resident variant (ratio of "
+                                      "slopes):", WIDTH)
+        for r in d["ratios"]:
+            lines.append("  %-8s %-4s / resident  %6s  %s" % (
+                r["bench"], r["flavour"],
+                "%.2f" % r["ratio"] if r["ratio"] is not None else "n/a",
+                "[%.2f, %.2f]" % tuple(r["ratio_ci"]) if r["ratio_ci"]
+                else "[no interval]"))
+        target = ("Target: the resident walk at least %.0f times cheaper "
+                  "per operation than the RFC's. " % d["target"])
+        lines += [""] + textwrap.wrap(target + target_text(
+            d["target_verdict"]), WIDTH)
+        lines += ["", "One walk of the largest N (from the fit), %s:" % unit]
+        for b in benches:
+            for fl in fls:
+                s = sl.get((b, fl))
+                if s and s.get("walk_max") is not None:
+                    lines.append("  %-8s %-10s N=%-5d %10s  %s" % (
+                        b, fl, s["n_max"], num(s["walk_max"]),
+                        ci(s["walk_max_ci"])))
+    if d["zero"]:
+        lines += [""] + textwrap.wrap("N = 0 against the unpatched kernel "
+                                      "(a thread with no operation), %s "
+                                      "per loop:" % unit, WIDTH)
+        for z in d["zero"]:
+            lines.append("  %-8s %-10s %10s  %s" % (
+                z["bench"], z["flavour"], num(z["diff"], True),
+                ci(z["diff_ci"], True)))
+    if d["stretch"]:
+        lines += [""] + textwrap.wrap("Walk added to the return from a "
+                                      "preemption (P-gap at N minus at N = "
+                                      "0, paired by boot), %s:" % unit,
+                                      WIDTH)
+        for s in d["stretch"]:
+            lines.append("  %-9s %-10s N=%-5d %10s  %s" % (
+                s["layout"], s["flavour"], s["nr_ops"],
+                num(s["diff"], True), ci(s["diff_ci"], True)))
+        lines += textwrap.wrap(
+            "  ops and resident walk up to %d operations with interrupts "
+            "off and longer lists with them on; rfc walks every list with "
+            "them off.%s" % (a["irqs_off_max"],
+                             " Under icount both layouts execute the same "
+                             "instructions." if icount else ""), WIDTH,
+            subsequent_indent="  ")
+    if d["register"]:
+        lines += [""] + textwrap.wrap("Registration: prctl() registering "
+                                      "one more node and unregistering it, "
+                                      "with N held, %s per round trip:"
+                                      % unit, WIDTH)
+        show = d["register_ns"]
+        lines.append("  %-10s" % "design" + "".join("%10s" % ("N=%d" % n)
+                                                     for n in show)
+                     + "  per held op")
+        for r in d["register"]:
+            by = {c["nr_ops"]: c["value"] for c in r["cells"]}
+            lines.append("  %-10s" % r["flavour"] + "".join(
+                "%10s" % (num(by[n]) if n in by else "n/a") for n in show)
+                + "  %s" % (num(r["slope"], True) if r["slope"] is not None
+                            else "n/a"))
+        full = sorted({n for r in d["register"] for n in r["full"]})
+        if full:
+            lines.append("  N=%s: the list is full, no node can be added."
+                         % ",".join(str(n) for n in full))
+    if d["loops"]:
+        lines += [""] + textwrap.wrap("The walkers' loops, counted in each "
+                                      "vmlinux (analysis/walker_loops.py; "
+                                      "static: every instruction from a "
+                                      "loop's head to its back edge):",
+                                      WIDTH)
+        lines.append("  %-10s %-30s %6s %6s %7s" % ("design", "function "
+                                                    "loop", "insns",
+                                                    "loads", "cond-br"))
+        for fl in fls:
+            for lp in d["loops"].get(fl, []):
+                lines.append("  %-10s %-30s %6d %6d %7d" % (
+                    fl, ("%s +%s" % (lp["function"], lp["head"]))[:30],
+                    lp["insns"], lp["loads"], lp["cond_br"]))
+            if fl not in d["loops"]:
+                lines.append("  %-10s no walker function in its vmlinux (the "
+                             "walk is inlined)" % fl)
+            elif not d["loops"][fl]:
+                lines.append("  %-10s not counted (see walker-loops/%s.txt)"
+                             % (fl, fl))
+    be = d.get("breakeven") or []
+    if be:
+        lines += [""] + textwrap.wrap(
+            "When each design wins: the resident registration round trip "
+            "costs more; each walk saves the difference of the switch "
+            "slopes per operation. Walks of one operation to pay back one "
+            "register and unregister:", WIDTH)
+        for r in be:
+            lines.append("  vs %-4s N=%-5d +%s per round trip, %s saved "
+                         "a walk: %s walks" % (
+                             r["flavour"], r["nr_ops"], num(r["extra"]),
+                             num(r["save_per_walk"]),
+                             "%.0f" % r["walks"] if r["walks"] is not None
+                             else "never"))
+        lines += textwrap.wrap(
+            "A thread that keeps its operations registered across more "
+            "returns after a switch than that is cheaper with the resident "
+            "design; one that registers and unregisters around a few "
+            "returns, or changes its nodes in place, is not.", WIDTH)
+    rc = d["resident_cost"]
+    if rc:
+        measured = ("Measured here: registration grows by %s %s per "
+                    "operation held (the lookup of the node among them), "
+                    "and at N = 0 each round trip allocates and frees the "
+                    "array (%s, against %s for ops); the benchmark "
+                    "unregisters the newest node, the best case: an older "
+                    "one also costs a search and a move of the entries "
+                    "after it. " % (num(rc["slope"]), unit,
+                                    _or_na(rc["resident_zero"]),
+                                    _or_na(rc["ops_zero"])))
+    else:
+        measured = "Registration was not measured in this run. "
+    mem = d["memory"]
+    lines += [""] + textwrap.wrap(
+        "What the resident design costs instead. " + measured +
+        "Not measured here, from the cover letter: kernel memory of %d "
+        "bytes per entry allocated, the array doubling (%d operations "
+        "take %d entries, %d KiB), charged to the memory cgroup; a copy "
+        "at fork(); nodes that user space can no longer change without "
+        "registering them again. kernel-patch/resident/"
+        "0000-cover-letter.txt lists every semantic difference." % (
+            mem["entry_bytes"], mem["ops"], mem["entries"], mem["kib"]),
+        WIDTH)
+    return lines

@@ -1,0 +1,261 @@
+# SPDX-License-Identifier: GPL-2.0
+"""opbench_cells - a run's records (opbench_io.load) into per-boot cells.
+
+Each boot's clock records are checked and turned into the scale from TSC
+ticks to the run's unit (clocks); every sample, gaps and gate record is
+sorted into its cell (bench, op type, registration, flavour, N) and the
+gates decide which cells count (collect). opbench_data.analyse takes it
+from there.
+"""
+import collections
+
+import numpy as np
+
+import preempt_gaps
+from opbench_io import ResultsError
+
+# The metric, declared once: the median of a sample's iterations, in TSC
+# ticks, converted to the accelerator's unit with the run's clock records.
+METRIC = "tsc_median"
+BETTER = "lower"
+# Under icount a clock record must show this many ticks per instruction.
+ICOUNT_TICKS_PER_INSN = 1.0
+ICOUNT_TOLERANCE = 1e-3
+
+
+def accel_of(run):
+    accels = {b["vm"].get("accel") for b in run["boots"] if b["vm"]}
+    accels.discard(None)
+    if len(accels) > 1:
+        raise ResultsError("boots ran under different accelerators (%s): "
+                           "their figures are not comparable; analyse runs "
+                           "made with one ACCEL" % ", ".join(sorted(accels)))
+    return accels.pop() if accels else "unknown"
+
+
+def clocks(run, accel):
+    """Each boot's clock: {boot: {"scale": unit per TSC tick, ...}}.
+
+    Under icount a tick must be an instruction, measured in the boot by
+    opbench's known loop; a boot whose clock record says otherwise stops
+    the analysis, since its figures would be called instructions wrongly.
+    Elsewhere a tick is converted with the guest's nanoseconds per tick.
+    """
+    out = {}
+    for b in run["boots"]:
+        recs = [r for r in b["records"] if r.get("kind") == "clock"]
+        if not recs:
+            if any(r.get("kind") == "sample" for r in b["records"]):
+                raise ResultsError(
+                    "%s: sample records without a clock record: written by "
+                    "an older opbench (CLOCK_MONOTONIC batches); run make "
+                    "bench again" % b["dir"])
+            continue
+        tpi = [float(r["ticks_per_insn"]) for r in recs]
+        npt = [float(r["ns_per_tick"]) for r in recs]
+        c = {"ticks_per_insn": float(np.median(tpi)),
+             "ns_per_tick": float(np.median(npt)), "records": len(recs)}
+        if accel == "icount":
+            bad = [x for x in tpi
+                   if abs(x - ICOUNT_TICKS_PER_INSN) > ICOUNT_TOLERANCE]
+            if bad:
+                raise ResultsError(
+                    "%s: under icount the TSC advanced %.4f ticks per "
+                    "instruction of a known loop, not 1: its figures are "
+                    "not instruction counts (check QEMU's -icount shift=0)"
+                    % (b["dir"], bad[0]))
+            c["scale"] = 1.0
+        else:
+            c["scale"] = c["ns_per_tick"]
+        out[b["index"]] = c
+    return out
+
+
+def bench_name(r):
+    """The benchmark a record belongs to, with its variant: the node
+    layout when not packed, a waker that holds operations too, and the
+    rseq area when it is not the benchmark's own (legacy, glibc)."""
+    name = r["bench"]
+    if r.get("reg", "own") != "own":
+        name += "+" + r["reg"]
+    if r.get("layout", "packed") != "packed":
+        name += "+" + r["layout"]
+    if r.get("waker_ops"):
+        name += "+waker-ops"
+    return name
+
+
+def _cell(r):
+    return (bench_name(r), r.get("op_type", "?"), r.get("reg", "?"),
+            r["flavour"], int(r["nr_ops"]))
+
+
+def _sample_why(r):
+    return "sample %s: %s" % (r.get("sample"), r.get("why") or "invalid")
+
+
+def collect(run, clock):
+    """Per-boot samples of every cell, and what the gates said.
+
+    A cell is (bench, op type, registration, flavour, N). Its samples from
+    one boot count only if every sample record of that cell and boot passed
+    its per-iteration gate, every gate record is valid and there is one (a
+    cell without any gate record is invalid: nothing proved the operations
+    ran). preempt's cells come from "gaps" records, classified here
+    (analysis/preempt_gaps.py); a boot's samples are then its per-sample
+    median P-gaps. A cell invalid in any boot is dropped in every boot, so
+    that no comparison half-uses it; analyse() lists it.
+    """
+    samples = collections.defaultdict(lambda: collections.defaultdict(list))
+    extra = collections.defaultdict(lambda: collections.defaultdict(list))
+    gaps = collections.defaultdict(lambda: collections.defaultdict(list))
+    gates = collections.defaultdict(list)
+    bad_samples = collections.defaultdict(list)
+    unsupported = {}
+    meta = {}
+    orders = {}
+    for b in run["boots"]:
+        scale = clock.get(b["index"], {}).get("scale", 1.0)
+        for r in b["records"]:
+            kind = r.get("kind")
+            if kind in ("clock",):
+                continue
+            if kind == "order":
+                orders.setdefault(b["index"], []).append(
+                    {"bench": bench_name(r), "seed": r.get("seed"),
+                     "nr_ops": r.get("nr_ops")})
+                continue
+            key = _cell(r)
+            if kind == "sample":
+                if METRIC not in r:
+                    raise ResultsError(
+                        "%s: a sample record without %s: written by an "
+                        "older opbench; run make bench again" % (
+                            b["dir"], METRIC))
+                if not r.get("valid", False):
+                    bad_samples[(key, b["index"])].append(_sample_why(r))
+                samples[key][b["index"]].append(float(r[METRIC]) * scale)
+                extra[key][b["index"]].append(r)
+                meta.setdefault(key[0], {
+                    "loop": r.get("loop", "loop"),
+                    "walks_per_loop": r.get("walks_per_loop"),
+                    "better": r.get("better", BETTER)})
+            elif kind == "gaps":
+                gaps[key][b["index"]].append(r)
+                # The spinner walks once per preemption; a waker holding
+                # the operations too walks once more on its way back.
+                meta.setdefault(key[0], {
+                    "loop": "preemption (P-gap)",
+                    "walks_per_loop": 2 if r.get("waker_ops") else 1,
+                    "better": "lower"})
+            elif kind == "gate":
+                gates[(key, b["index"])].append(r)
+            elif kind == "unsupported":
+                unsupported[key] = r.get("why", "unsupported")
+    preempt = {}
+    for key, per_boot in gaps.items():
+        for boot, recs in per_boot.items():
+            # A preemption by another task (a kworker) is a real one, with
+            # a walk: accepted only when the counts account for it exactly.
+            c = preempt_gaps.combine(recs, foreign_ok=True)
+            scale = clock.get(boot, {}).get("scale", 1.0)
+            preempt.setdefault(key, {})[boot] = c
+            samples[key][boot] = [x * scale for x in c["sample_medians"]]
+            if not c["valid"]:
+                bad_samples[(key, boot)].extend(c["why"])
+    invalid = []
+    cell_ok = {}
+    for key, per_boot in samples.items():
+        for boot, xs in per_boot.items():
+            g = gates.get((key, boot), [])
+            bad = [x for x in g if not x.get("valid")]
+            whys = list(bad_samples.get((key, boot), []))
+            if not g and key not in preempt:
+                whys.append("no gate record: nothing proved the operations "
+                            "ran")
+            whys += ["gate %s: %s of %s resets" % (
+                x.get("check"), x.get("resets_seen"),
+                x.get("resets_expected")) for x in bad]
+            if key in preempt:
+                # The classifier is authoritative for preempt's gaps.
+                whys = list(bad_samples.get((key, boot), []))
+            if not xs:
+                whys.append("no samples")
+            if whys:
+                invalid.append({"bench": key[0], "op_type": key[1],
+                                "reg": key[2], "flavour": key[3],
+                                "nr_ops": key[4], "boot": boot,
+                                "samples": len(xs),
+                                "why": "; ".join(sorted(set(whys))[:3])})
+            cell_ok.setdefault(key, True)
+            cell_ok[key] &= not whys
+    # Gates that failed where no sample was taken are invalid cells too.
+    for (key, boot), g in gates.items():
+        if key in samples and boot in samples[key]:
+            continue
+        bad = [x for x in g if not x.get("valid")]
+        if bad:
+            invalid.append({"bench": key[0], "op_type": key[1], "reg": key[2],
+                            "flavour": key[3], "nr_ops": key[4], "boot": boot,
+                            "samples": 0, "why": "gate %s failed, no samples"
+                            % bad[0].get("check")})
+            cell_ok[key] = False
+    invalid.sort(key=lambda x: (x["bench"], x["flavour"], x["nr_ops"],
+                                x["boot"]))
+    valid = {k: dict(v) for k, v in samples.items() if cell_ok.get(k)}
+    dropped = sorted({k for k, ok in cell_ok.items() if not ok})
+    return {"valid": valid, "extra": extra, "preempt": preempt,
+            "invalid": invalid, "dropped": dropped,
+            "unsupported": unsupported, "meta": meta, "orders": orders}
+
+
+
+def _mean(rows, field):
+    xs = [r[field] for r in rows if r.get(field) is not None]
+    return float(np.mean(xs)) if xs else None
+
+
+def cell_detail(extra_boots, loops_field="loops"):
+    """What a cell's sample records say beside the figure: switches per
+    loop, iterations hit by an interrupt, iterations without the event."""
+    rows = [r for b in sorted(extra_boots) for r in extra_boots[b]]
+    if not rows:
+        return {}
+    loops = sum(r.get(loops_field, 0) for r in rows) or 1
+    d = {"switches_per_loop": _mean(rows, "switches_per_loop"),
+         "outliers_per_loop": sum(r.get("outliers", 0) for r in rows) / loops,
+         "no_event_per_loop": sum(r.get("no_event", 0) for r in rows) / loops,
+         "counted_per_loop": sum(r.get("counted", 0) for r in rows) / loops,
+         "spread_within": float(np.mean([
+             (r["tsc_p90"] - r["tsc_p10"]) for r in rows
+             if "tsc_p90" in r]))}
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def preempt_detail(per_boot, clock):
+    """A preempt cell's gap figures, pooled over its boots (the median
+    with its interval comes from the boots, see analyse()), each boot's
+    gaps converted with that boot's clock, as its samples are."""
+    bs = sorted(per_boot)
+    cs = [per_boot[b] for b in bs]
+
+    def pooled(field):
+        return np.concatenate([
+            np.asarray(per_boot[b][field], dtype=float) *
+            clock.get(b, {}).get("scale", 1.0) for b in bs]) \
+            if bs else np.array([])
+    p, i = pooled("p"), pooled("i")
+    n_p = sum(c["n_p"] for c in cs)
+    d = {"n_p": int(n_p), "n_i": int(sum(c["n_i"] for c in cs)),
+         "tick_coincident": int(sum(c["tick_coincident"] for c in cs)),
+         "reconciled": all(c["reconciled"] for c in cs),
+         "samples": int(sum(c["samples"] for c in cs)),
+         "samples_used": int(sum(c["samples_used"] for c in cs)),
+         "disturbed": [w for c in cs for w in c["disturbed"]]}
+    d["tick_share"] = d["tick_coincident"] / n_p if n_p else None
+    if len(p):
+        for q, name in ((10, "p10"), (50, "p50"), (90, "p90"), (99, "p99")):
+            d[name] = float(np.percentile(p, q))
+    if len(i):
+        d["i_median"] = float(np.median(i))
+    return d

@@ -1,0 +1,255 @@
+# SPDX-License-Identifier: GPL-2.0
+"""opbench_io - read everything a results directory holds, once.
+
+Input, as microbench/bench.sh and bench-run.sh write it:
+    results/<date>-<label>/provenance            key=value, the run
+    results/<date>-<label>/manifest              key=value, what was built
+    results/<date>-<label>/INCOMPLETE            present while a run is cut
+    results/<date>-<label>/boot-<i>-<flavour>/
+        opbench.json        one JSON record per line (sample, gate, unsupported)
+        tcmodel.json        the TCMalloc model's records (microbench/tcmodel.c)
+        kernel-provenance   key=value, the kernel booted
+        vm.json             the launcher's record (accelerator and its options)
+        guest-info.txt      key: value, what the guest saw (clocksource, ...)
+        tsc.txt, perf-bench.txt
+    results/<date>-<label>/walker-loops/<flavour>.txt  analysis/walker_loops.py
+    results/<date>-<label>/tracing/...                 make bench's tracing
+Output: load() returns the run as plain dicts; nothing else in analysis/
+opens a file of the run (opbench_data.analyse derives every figure from it).
+
+Mostly records are read. Three inputs are text written for people and
+parsed here all the same, until their producers write records: perf bench's
+output (parse_perf_bench), bpftrace's printed maps (walk_counts), and the
+walker-loops tables (walker_loops).
+"""
+import glob
+import json
+import os
+import re
+
+
+class ResultsError(Exception):
+    """A results directory that cannot be analysed; the message says why."""
+
+
+def read_kv(path, sep="="):
+    d = {}
+    if not os.path.exists(path):
+        return d
+    with open(path) as f:
+        for line in f:
+            if sep in line:
+                k, v = line.rstrip("\n").split(sep, 1)
+                d[k.strip()] = v.strip()
+    return d
+
+
+def read_records(path):
+    out = []
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise ResultsError("%s:%d: not a JSON record (%s); the guest "
+                                   "run was probably cut short" % (path, i, e))
+    return out
+
+
+def read_lines(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [ln.rstrip("\n") for ln in f if ln.strip()]
+
+
+PERF_SECTION = re.compile(r"^== (.+)$")
+PERF_USECS = re.compile(r"^\s*([0-9.]+) usecs/op")
+
+
+def parse_perf_bench(path):
+    """{"syscall basic": usecs per op, "sched pipe -T": ...} from the
+    guest's perf-bench.txt; {} when perf bench was not run."""
+    out = {}
+    sec = None
+    for ln in read_lines(path):
+        m = PERF_SECTION.match(ln)
+        if m:
+            sec = m.group(1).strip()
+            continue
+        m = PERF_USECS.match(ln)
+        if m and sec:
+            out[sec] = float(m.group(1))
+    return out
+
+
+BOOT_RE = re.compile(r"^boot-(\d+)-(.+)$")
+
+
+# bench.sh writes this file into a run before its first boot, and
+# bench-run.sh removes it once the benchmarks and the tracing are complete:
+# a run that still holds it was interrupted or failed half-way (its lines
+# say when and how).
+INCOMPLETE = "INCOMPLETE"
+
+
+def newest_run(root):
+    """The newest complete benchmark run (with boot records) under root;
+    an incomplete one is taken only when named."""
+    runs = [d for d in glob.glob(os.path.join(root, "*"))
+            if glob.glob(os.path.join(d, "boot-*", "opbench.json"))]
+    done = [d for d in runs
+            if not os.path.exists(os.path.join(d, INCOMPLETE))]
+    if not done:
+        raise ResultsError(
+            "no complete benchmark run under %s%s; run `make bench` first or "
+            "name a results directory" % (root, "" if not runs else
+                                          " (incomplete: %s)" % ", ".join(
+                                              sorted(map(os.path.basename,
+                                                         runs)))))
+    return max(done, key=os.path.basename)
+
+
+# The launcher's options that say how the guest ran, in the order the QEMU
+# command gives them (vm-images/opbench_vm.py: machine_args, accel_args).
+LAUNCH_FLAGS = ("-accel", "-cpu", "-icount", "-smp")
+
+
+def launch_of(vm):
+    """How QEMU ran the guest: the accelerator's arguments, the CPU model,
+    the icount options (None without icount) and the vCPUs, as the
+    launcher declares them in vm.json ("accel_args", "cpu", "icount",
+    "smp"); "args" is what the report prints, the command's order."""
+    if "accel_args" in vm:
+        smp = vm.get("smp")
+        return {"accel_args": list(vm["accel_args"]), "cpu": vm.get("cpu"),
+                "icount": vm.get("icount"), "smp": smp,
+                "args": (["-smp", str(smp)] if smp is not None else [])
+                + list(vm["accel_args"])}
+    # The fallback, for runs made before vm.json declared these fields
+    # (opbench_vm.py wrote only the whole command, qemu_command): the
+    # options are read back out of the command's arguments.
+    cmd = vm.get("qemu_command", [])
+    args = []
+    for i, arg in enumerate(cmd):
+        if arg in LAUNCH_FLAGS and i + 1 < len(cmd):
+            args += [arg, cmd[i + 1]]
+    opt = {args[i]: args[i + 1] for i in range(0, len(args), 2)}
+    return {"accel_args": [x for i in range(0, len(args), 2)
+                           if args[i] != "-smp" for x in args[i:i + 2]],
+            "cpu": opt.get("-cpu"), "icount": opt.get("-icount"),
+            "smp": vm.get("smp"), "args": args}
+
+
+LOOP_RE = re.compile(r"^(\S+)\s+\+(0x[0-9a-f]+)\.\.\+(0x[0-9a-f]+)\s+(\d+)\s+"
+                     r"(\d+)\s+(\d+)\s+(\d+)\s*$")
+
+
+def walker_loops(rdir):
+    """{flavour: [loop, ...]} from walker-loops/<flavour>.txt, the tables
+    analysis/walker_loops.py wrote at bench time."""
+    out = {}
+    d = os.path.join(rdir, "walker-loops")
+    if not os.path.isdir(d):
+        return out
+    for name in sorted(os.listdir(d)):
+        if not name.endswith(".txt"):
+            continue
+        rows = []
+        for line in read_lines(os.path.join(d, name)):
+            m = LOOP_RE.match(line.strip())
+            if m:
+                rows.append({"function": m.group(1), "head": m.group(2),
+                             "end": m.group(3), "insns": int(m.group(4)),
+                             "loads": int(m.group(5)),
+                             "cond_br": int(m.group(6)),
+                             "stac_clac": int(m.group(7))})
+        out[name[:-4]] = rows
+    return out
+
+
+BT_SCALAR = re.compile(r"^@(\w+)\[([^\]]*)\]: (\d+)$")
+# guest-trace.sh runs opbench with one warm-up sample before the timed ones.
+TRACE_WARMUP = 1
+
+
+def walk_counts(rdir):
+    """The walks bpftrace counted (tracing/rseq_ops_rate.bt, make bench's
+    tracing step) beside the loops opbench ran in the same process: one
+    {bench, nr_ops, walks, loops, declared} per traced benchmark."""
+    out = []
+    pat = os.path.join(rdir, "tracing", "*-trace-bpf-ops-rseq_ops_rate-*",
+                       "ops", "rseq_ops_rate.bt.out")
+    for path in sorted(glob.glob(pat)):
+        d = os.path.dirname(path)
+        walks = {}
+        for ln in read_lines(path):
+            m = BT_SCALAR.match(ln)
+            if m and m.group(1) == "walks":
+                walks[m.group(2)] = int(m.group(3))
+        try:
+            recs = read_records(os.path.join(d, "opbench.json"))
+        except (OSError, ResultsError):
+            continue
+        timed = [r for r in recs if r.get("kind") in ("sample", "gaps")]
+        if not timed:
+            continue
+        r0 = timed[0]
+        bench = r0["bench"]
+        loops = int(r0["loops"]) * (len(timed) + TRACE_WARMUP)
+        out.append({"bench": bench, "nr_ops": int(r0["nr_ops"]),
+                    "walks": walks.get(bench), "loops": loops,
+                    "declared": r0.get("walks_per_loop", 1),
+                    "measured": walks[bench] / loops
+                    if walks.get(bench) else None})
+    return out
+
+
+def _boot(d, m):
+    rec = os.path.join(d, "opbench.json")
+    tcm = os.path.join(d, "tcmodel.json")
+    vm = {}
+    if os.path.exists(os.path.join(d, "vm.json")):
+        with open(os.path.join(d, "vm.json")) as f:
+            vm = json.load(f)
+    return {"index": int(m.group(1)), "flavour": m.group(2),
+            "dir": os.path.basename(d),
+            "records": read_records(rec) if os.path.exists(rec) else [],
+            "tcmodel": read_records(tcm) if os.path.exists(tcm) else None,
+            "kernel": read_kv(os.path.join(d, "kernel-provenance")),
+            "guest": read_kv(os.path.join(d, "guest-info.txt"), ":"),
+            "vm": vm, "launch": launch_of(vm) if vm else {},
+            "tsc_lines": read_lines(os.path.join(d, "tsc.txt")),
+            "perf_bench": parse_perf_bench(os.path.join(d, "perf-bench.txt"))}
+
+
+def load(rdir):
+    """The run in rdir: provenance, boots and their records, the walker
+    loops and the walks counted by tracing."""
+    if not os.path.isdir(rdir):
+        raise ResultsError("%s is not a directory; give a results/<date>-"
+                           "<label>/ directory written by make bench" % rdir)
+    boots = []
+    for d in sorted(glob.glob(os.path.join(rdir, "boot-*"))):
+        m = BOOT_RE.match(os.path.basename(d))
+        if m and os.path.isdir(d):
+            boots.append(_boot(d, m))
+    boots.sort(key=lambda b: b["index"])
+    if not boots:
+        raise ResultsError("%s has no boot-<n>-<flavour>/ directories: not a "
+                           "results directory of make bench" % rdir)
+    if not any(b["records"] for b in boots):
+        raise ResultsError("%s: no boot produced records; see the boots' "
+                           "console.log and opbench.log" % rdir)
+    return {"dir": os.path.abspath(rdir), "name": os.path.basename(
+        os.path.abspath(rdir)), "provenance": read_kv(
+            os.path.join(rdir, "provenance")), "boots": boots,
+            "manifest": read_kv(os.path.join(rdir, "manifest")),
+            "incomplete": (read_kv(os.path.join(rdir, INCOMPLETE))
+                           if os.path.exists(os.path.join(rdir, INCOMPLETE))
+                           else None),
+            "walk_counts": walk_counts(rdir),
+            "walker_loops": walker_loops(rdir)}
