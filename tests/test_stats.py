@@ -1,14 +1,25 @@
 # SPDX-License-Identifier: GPL-2.0
 """Known-answer and calibration tests of analysis/opbench_stats.py.
 
-Host only, no files: every input comes from the seeded simulator below,
-which plants the truths (a slope, an A/B difference, none at all) and the
-structure of a real icount run: boots differ from each other, samples within
-one boot differ much less. The calibration tests check that the 95 %
-intervals cover the planted truth about 95 % of the times, that an A/A
-comparison is called a difference about 5 % of the times at most, that the
-"detectable" figure keeps its 80 % promise, and that the old way (every
-sample taken as an independent replicate) is caught failing.
+Host only, no files. Known answers: fixed small inputs whose se, degrees of
+freedom, quantile, p, interval and detectable were computed with scipy
+(ttest_ind, ttest_rel, t.ppf) and are written here as literal numbers; they
+pin the df and the quantiles of every path (Welch, Welch with the family's
+pooled spread, one boot on a side, estimate own and pooled, paired own and
+pooled, the cost model). Calibration: every input comes from the seeded
+simulator below, which plants the truths (a slope, an A/B difference, none
+at all) and the structure of a real icount run: boots differ from each
+other, samples within one boot differ much less. The 95 % intervals cover
+the planted truth about 95 % of the times; an A/A comparison is called a
+difference about 5 % of the times at most, while a planted shift is found
+as often as scipy's own test finds it on the same kind of runs (a lower
+bound on power); the "detectable" figure keeps its 80 % promise; and the
+old way (every sample taken as an independent replicate) is caught
+failing. tests/test_calibration.py calibrates the calls analyse() makes,
+with the family's pooled spread, on many more runs.
+
+compare()'s floor= option is exercised by unit tests only: no analysis
+code passes it (opbench_data prints aa_floor() beside the verdicts).
 """
 import json
 import math
@@ -17,6 +28,7 @@ import sys
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from conftest import TOP
 
@@ -129,43 +141,90 @@ def test_ab_interval_covers_planted_difference(rel_between):
     assert 0.92 <= ratio_hits / SIMS <= 0.98
 
 
+# Expected rates of the verdict "difference" come from scipy's own tests on
+# the per-boot medians of fresh simulated runs (ORACLE runs, binomial se
+# under 0.004), never from the code under test: stats.ttest_ind(...,
+# equal_var=False) is Welch's test, which compare() documents; the
+# one-boot-side rule (the single boot shares the other side's sd, df from
+# that side) is the pooled-variance t test written out below.
+ORACLE = 20000
+
+
+def welch_rate(ref_meds, new_meds):
+    """How often scipy's Welch test rejects at 5 %: per-boot values
+    (runs, boots) of each side."""
+    p = stats.ttest_ind(new_meds, ref_meds, axis=1, equal_var=False).pvalue
+    return float(np.mean(p < 0.05))
+
+
+def one_boot_rate(ref_meds, new_one):
+    """How often the pooled-variance t test with one boot on the compared
+    side rejects at 5 %: ref_meds (runs, k), new_one (runs,)."""
+    k = ref_meds.shape[1]
+    se = ref_meds.std(axis=1, ddof=1) * math.sqrt(1 / k + 1)
+    t = np.abs(new_one - ref_meds.mean(axis=1)) / se
+    return float(np.mean(2 * stats.t.sf(t, k - 1) < 0.05))
+
+
+def binomial_band(rate, n):
+    return 3 * math.sqrt(rate * (1 - rate) / n)
+
+
+# A shift about the size compare() reports as detectable at K = 5 boots.
+AA_SHIFT = 8.0
+
+
 def test_aa_rarely_called_difference():
+    """A/A: two samples of one kernel are rarely called different (upper
+    bound); the same comparison finds a planted shift of AA_SHIFT as often
+    as scipy's Welch test does on the same kind of runs (lower bound on
+    power, and an upper one: an interval too narrow finds it too often)."""
     rng = np.random.default_rng(103)
     ref = sim_level(rng, SIMS, LEVEL)
     new = sim_level(rng, SIMS, LEVEL)
-    plain = floored = 0
+    shifted = sim_level(rng, SIMS, LEVEL + AA_SHIFT)
+    fp = found = 0
     for i in range(SIMS):
         r = per_boot(ref[i])
-        fl = st.aa_floor(r)
-        assert fl is not None and fl["boots"] == K
-        plain += st.compare(r, per_boot(new[i]))["verdict"] == "difference"
-        floored += st.compare(r, per_boot(new[i]),
-                              floor=fl["floor"])["verdict"] == "difference"
-    print("A/A 'difference' rate %.3f without floor, %.3f with"
-          % (plain / SIMS, floored / SIMS))
-    assert plain / SIMS <= 0.06
-    assert floored / SIMS <= 0.06
+        fp += st.compare(r, per_boot(new[i]))["verdict"] == "difference"
+        found += st.compare(r, per_boot(shifted[i]))["verdict"] == \
+            "difference"
+    med = [np.median(sim_level(rng, ORACLE, LEVEL + d), axis=-1)
+           for d in (0.0, 0.0, AA_SHIFT)]
+    want_fp, want = welch_rate(med[0], med[1]), welch_rate(med[0], med[2])
+    print("A/A 'difference' rate %.3f (scipy %.3f); shift %.1f found %.3f "
+          "(scipy %.3f)" % (fp / SIMS, want_fp, AA_SHIFT, found / SIMS, want))
+    assert fp / SIMS <= 0.06
+    assert 0.6 <= want <= 0.9
+    assert abs(found / SIMS - want) <= binomial_band(want, SIMS)
 
 
 def test_aa_rarely_called_difference_with_three_boots_and_one_boot():
-    """The floor from the minimum 3 reference boots, and a compared side
-    of a single boot (its spread borrowed from the reference)."""
+    """A compared side of a single boot (its spread borrowed from the 3
+    reference boots): rarely called different under A/A (upper bound), and
+    a planted shift of 25 found as often as the documented pooled-variance
+    t test finds it (lower and upper bound on power)."""
     rng = np.random.default_rng(104)
+    shift = 25.0
     ref = sim_level(rng, SIMS, LEVEL, k=3)
     new = sim_level(rng, SIMS, LEVEL, k=1)
-    plain = floored = 0
+    shifted = sim_level(rng, SIMS, LEVEL + shift, k=1)
+    fp = found = 0
     for i in range(SIMS):
         r = per_boot(ref[i])
         c = st.compare(r, per_boot(new[i]))
         assert any("one boot" in w for w in c["warnings"])
-        plain += c["verdict"] == "difference"
-        floored += st.compare(r, per_boot(new[i]),
-                              floor=st.aa_floor(r)["floor"]
-                              )["verdict"] == "difference"
-    print("A/A 3 vs 1 boots: %.3f without floor, %.3f with"
-          % (plain / SIMS, floored / SIMS))
-    assert plain / SIMS <= 0.06
-    assert floored / SIMS <= 0.06
+        fp += c["verdict"] == "difference"
+        found += st.compare(r, per_boot(shifted[i]))["verdict"] == \
+            "difference"
+    med = np.median(sim_level(rng, ORACLE, LEVEL, k=3), axis=-1)
+    one = np.median(sim_level(rng, ORACLE, LEVEL + shift, k=1), axis=-1)
+    want = one_boot_rate(med, one[:, 0])
+    print("A/A 3 vs 1 boots: %.3f; shift %.0f found %.3f (expected %.3f)"
+          % (fp / SIMS, shift, found / SIMS, want))
+    assert fp / SIMS <= 0.06
+    assert 0.6 <= want <= 0.9
+    assert abs(found / SIMS - want) <= binomial_band(want, SIMS)
 
 
 def test_aa_floor_bounds_two_new_boots():
@@ -208,56 +267,66 @@ def test_pooling_boots_undercovers(rel_between):
     assert ab_hits / SIMS < 0.85
 
 
-@pytest.mark.parametrize("with_floor", [False, True])
-def test_detectable_is_honest(with_floor):
+def test_detectable_is_honest():
     """A planted shift equal to the reported `detectable` is called a
-    difference about 80 % of the time."""
+    difference about 80 % of the time: scipy's Welch test finds that shift
+    0.75-0.85 of the time on the same kind of runs (the promise), and
+    compare() finds it as often as scipy does (+-3 binomial se: normal
+    quantiles, an se 15 % too small or 20 % too large fail). Without the
+    `floor=` option, which no analysis code passes."""
     rng = np.random.default_rng(106)
-    floor = None
-    if with_floor:
-        floor = st.aa_floor(per_boot(sim_level(rng, 1, LEVEL)[0]))["floor"]
     ref = sim_level(rng, SIMS, LEVEL)
     aa = sim_level(rng, SIMS, LEVEL)
-    det = float(np.median([st.compare(per_boot(ref[i]), per_boot(aa[i]),
-                                      floor=floor)["detectable"]
+    det = float(np.median([st.compare(per_boot(ref[i]),
+                                      per_boot(aa[i]))["detectable"]
                            for i in range(SIMS)]))
     ref = sim_level(rng, SIMS, LEVEL)
     new = sim_level(rng, SIMS, LEVEL + det)
-    called = sum(st.compare(per_boot(ref[i]), per_boot(new[i]),
-                            floor=floor)["verdict"] == "difference"
-                 for i in range(SIMS))
-    print("detectable %.2f (floor %s): called %.3f"
-          % (det, floor, called / SIMS))
-    assert 0.65 <= called / SIMS <= 0.95
+    called = sum(st.compare(per_boot(ref[i]), per_boot(new[i]))["verdict"]
+                 == "difference" for i in range(SIMS)) / SIMS
+    want = welch_rate(np.median(sim_level(rng, ORACLE, LEVEL), axis=-1),
+                      np.median(sim_level(rng, ORACLE, LEVEL + det), axis=-1))
+    print("detectable %.2f: called %.3f, scipy's Welch %.3f"
+          % (det, called, want))
+    assert 0.75 <= want <= 0.85
+    assert abs(called - want) <= binomial_band(want, SIMS)
 
 
-def test_p_agrees_with_interval():
-    rng = np.random.default_rng(107)
-    ref = sim_level(rng, 200, LEVEL)
-    new = sim_level(rng, 200, LEVEL + 3.0)
-    for i in range(200):
-        c = st.compare(per_boot(ref[i]), per_boot(new[i]))
-        excl = c["diff_ci"][0] > 0 or c["diff_ci"][1] < 0
-        assert excl == (c["p"] < 0.05)
+def ols_slopes(x, ns=NS):
+    """Per-boot least-squares slopes of the per-boot medians: x (runs,
+    boots, len(ns), samples) -> (runs, boots)."""
+    xc = np.asarray(ns, dtype=float) - np.mean(ns)
+    return np.median(x, axis=-1) @ xc / (xc @ xc)
 
 
 def test_slope_difference_calibrated():
-    """compare_slopes: equal slopes rarely differ; a planted slope
-    difference lies inside the interval about 95 % of the time."""
+    """compare_slopes: equal slopes rarely differ (upper bound); a planted
+    slope difference lies inside the interval about 95 % of the time, and
+    is found as often as scipy's Welch test on the per-boot slopes finds it
+    (lower bound on power, and an upper one)."""
     rng = np.random.default_rng(108)
-    n = 200
+    n, db = 200, 0.07
     xr = sim_sweep(rng, n)
     xs = sim_sweep(rng, n)
-    xd = sim_sweep(rng, n, b=B_TRUE + 0.05)
-    same = covered = 0
+    xd = sim_sweep(rng, n, b=B_TRUE + db)
+    same = covered = found = 0
     for i in range(n):
         mr = st.cost_model(cells_of(xr[i]))
         same += st.compare_slopes(mr, st.cost_model(cells_of(xs[i])))[
             "verdict"] == "difference"
-        covered += covers(st.compare_slopes(
-            mr, st.cost_model(cells_of(xd[i])))["diff_ci"], 0.05)
+        c = st.compare_slopes(mr, st.cost_model(cells_of(xd[i])))
+        covered += covers(c["diff_ci"], db)
+        found += c["verdict"] == "difference"
+    m = 5000
+    want = welch_rate(ols_slopes(sim_sweep(rng, m)),
+                      ols_slopes(sim_sweep(rng, m, b=B_TRUE + db)))
+    print("slopes: A/A %.3f, covered %.3f, found %.3f (scipy %.3f)"
+          % (same / n, covered / n, found / n, want))
     assert same / n <= 0.08
     assert 0.90 <= covered / n <= 0.99
+    assert 0.6 <= want <= 0.9
+    assert abs(found / n - want) <= binomial_band(want, n) + \
+        binomial_band(want, m)
 
 
 # Unit tests ---------------------------------------------------------------
@@ -290,7 +359,9 @@ def test_constant_samples_no_difference():
 
 
 def test_zero_variance_exact_shift():
-    """Deterministic icount: every boot the same; a shift of 1 is exact."""
+    """Deterministic icount: every boot the same; a shift of 1 is exact.
+    (The floor= lines are unit tests of that option, which no analysis code
+    passes: opbench_data prints aa_floor() beside the verdicts.)"""
     c = st.compare(boots([5000.0] * 3), boots([5001.0] * 3))
     assert c["verdict"] == "difference"
     assert c["diff_ci"] == [1.0, 1.0] and c["se"] == 0 and c["p"] == 0.0
@@ -319,6 +390,8 @@ def test_known_shift_inside_ci(shift):
 
 
 def test_noise_floor_demotes_small_difference():
+    """Unit test of compare()'s floor= option (no analysis code passes it;
+    opbench_data prints the A/A floor beside the verdicts instead)."""
     a = boots([100.0, 100.1, 99.9, 100.05, 99.95], sd=0.1, seed=5)
     b = boots([100.5, 100.6, 100.4, 100.55, 100.45], sd=0.1, seed=6)
     assert st.compare(a, b)["verdict"] == "difference"
@@ -328,14 +401,159 @@ def test_noise_floor_demotes_small_difference():
 
 
 def test_detectable_formula():
+    """detectable = floor + (t(0.975, df) + t(0.80, df)) x se. Known answer
+    (scipy): equal spreads, Welch df = 8, se = sqrt(2 x 0.5 / 5) = 0.5,
+    0.7 + (2.306004135204166 + 0.8888893716...) x 0.5."""
     a = boots([100.0, 101.0, 99.0, 100.5, 99.5])
     b = boots([101.0, 102.0, 100.0, 101.5, 100.5])
     c = st.compare(a, b, floor=0.7)
-    from scipy import stats
-    want = 0.7 + (stats.t.ppf(0.975, c["df"])
-                  + stats.t.ppf(0.80, c["df"])) * c["se"]
-    assert c["detectable"] == pytest.approx(want)
-    assert c["df"] == pytest.approx(8.0)   # equal spreads: Welch df = 8
+    assert c["df"] == pytest.approx(8.0, rel=1e-12)
+    assert c["se"] == pytest.approx(0.5, rel=1e-12)
+    assert c["detectable"] == pytest.approx(2.297446826400172, rel=1e-12)
+    assert c["p"] == pytest.approx(0.08051623795726257, rel=1e-9)
+
+
+# Known answers ------------------------------------------------------------
+# Every literal below was computed with scipy (stats.ttest_ind, ttest_rel,
+# t.ppf, t.sf; np.polyfit for the lines), not by opbench_stats; one boot's
+# samples are all equal, so its median is the value given. These pin the
+# degrees of freedom and the quantiles: df off by one, or normal quantiles,
+# moves every interval below by 2-20 %, far outside rel=1e-9.
+
+R5 = [100.0, 101.5, 99.0, 100.5, 102.0]
+V4 = [103.0, 101.0, 104.5, 102.5]
+V4_FAMILY = [[50.0, 53.0, 48.0, 51.0], [70.0, 66.5, 71.0, 69.5]]
+
+
+def approx(v):
+    return pytest.approx(v, rel=1e-9)
+
+
+def test_compare_welch_known_answer():
+    """Welch with Welch-Satterthwaite df: scipy's
+    ttest_ind(V4, R5, equal_var=False) gives t 2.3950569572214953 and
+    p 0.05461021943607839; df 5.864489869300176, t(0.975, df)
+    2.4606829919957156. The interval just contains 0: normal quantiles
+    (1.96) would exclude it and call a difference."""
+    c = st.compare(boots(R5), boots(V4), key=("ka",))
+    assert c["diff"] == approx(2.15)
+    assert c["se"] == approx(0.8976822006330154)
+    assert c["df"] == approx(5.864489869300176)
+    assert c["p"] == approx(0.05461021943607839)
+    assert c["diff_ci"] == [approx(-0.058911323314940756),
+                            approx(4.358911323314953)]
+    assert c["verdict"] == "none"
+    assert c["ratio"] == approx(1.021371769383698)
+    assert c["ratio_ci"] == [approx(0.9994852003006158),
+                             approx(1.043737607100357)]
+    assert c["detectable"] == approx(3.023364514264063)
+
+
+def test_compare_with_family_spread_known_answer():
+    """compare() as analyse() calls it, with each side's pooled family
+    spread: the compared side's pooled sd (1.8408935028645435 on 9 df,
+    larger than its own 1.4433756729740645) enters Welch-Satterthwaite
+    with ITS df (9), the reference its own 4 df: df 12.811559845535365."""
+    sp = st.pooled_spread([boots(V4)] + [boots(v) for v in V4_FAMILY])
+    assert sp["df"] == 9 and sp["cells"] == 3
+    assert sp["sd"] == approx(1.8408935028645435)
+    c = st.compare(boots(R5), boots(V4), spread_ref=st.pooled_spread(
+        [boots(R5)]), spread=sp)
+    assert c["se"] == approx(1.0640593133008245)
+    assert c["df"] == approx(12.811559845535365)
+    assert c["diff_ci"] == [approx(-0.15220217089700494),
+                            approx(4.452202170897016)]
+    assert c["p"] == approx(0.06473751787216238)
+
+
+def test_estimate_pooled_spread_known_answer():
+    """estimate() with the family's pooled sd (larger than the cell's
+    own): Student t with the POOLED df, t(0.975, 9) 2.2621571627409915,
+    se 1.8408935028645435 / 2."""
+    sp = st.pooled_spread([boots(V4)] + [boots(v) for v in V4_FAMILY])
+    e = st.estimate(boots(V4), spread=sp)
+    assert e["value"] == 102.75
+    assert e["se"] == approx(0.9204467514322717)
+    assert e["ci"] == [approx(100.66780478832581), approx(104.83219521167419)]
+    assert e["sd_between"] == approx(1.4433756729740645)
+
+
+R0 = [200.0, 203.5, 198.0, 201.0, 205.5]
+D = [2.0, 3.5, 1.0, 2.5, 4.5]
+D_FAMILY = [[10.0, 4.0, 12.5, 7.0, 9.0], [-3.0, 1.5, -6.0, 0.5, -2.0]]
+
+
+def test_paired_known_answer():
+    """compare_paired: scipy's ttest_rel(R0 + D, R0) gives t
+    4.469071798452787, p 0.011082591815720666; the interval is
+    mean(D) -+ t(0.975, 4) sd(D) / sqrt(5) (k - 1 = 4 df)."""
+    c = st.compare_paired(boots(R0), boots([r + d for r, d in zip(R0, D)]))
+    assert c["paired_boots"] == 5 and c["df"] == 4.0
+    assert c["diff"] == approx(2.7)
+    assert c["se"] == approx(0.6041522986797285)
+    assert c["p"] == approx(0.011082591815720666)
+    assert c["diff_ci"] == [approx(1.0226043075366693),
+                            approx(4.377395692463331)]
+    assert c["verdict"] == "difference"
+    assert c["ref_value"] == approx(201.6)
+    assert c["ratio_ci"] == [approx(1.00507244200167),
+                             approx(1.0217132722840443)]
+    assert c["detectable"] == approx(2.2458816047534174)
+
+
+def test_paired_pooled_spread_known_answer():
+    """compare_paired with paired_spread() over three cells of the same
+    five boots: the differences' pooled sd 2.6394443859772205 on 3 x 4 =
+    12 df (larger than this pair's own 1.3509256086106296), t(0.975, 12)."""
+    cells = [boots([r + d for r, d in zip(R0, dd)]) for dd in [D] + D_FAMILY]
+    psp = st.paired_spread(boots(R0), cells)
+    assert psp["df"] == 12 and psp["sd"] == approx(2.6394443859772205)
+    c = st.compare_paired(boots(R0), cells[0], spread=psp)
+    assert c["df"] == 12.0
+    assert c["se"] == approx(1.1803954139750514)
+    assert c["diff_ci"] == [approx(0.12813932795529714),
+                            approx(5.271860672044703)]
+    assert c["p"] == approx(0.04112674508387171)
+    assert c["verdict"] == "difference"
+
+
+def test_compare_one_boot_side_known_answer():
+    """One boot on the compared side: it shares the reference's sd, se =
+    sd(R5) sqrt(1/5 + 1) = 1.3076696830622019, df from the reference's 4
+    boots (t(0.975, 4) 2.7764451051977987)."""
+    c = st.compare(boots(R5), boots([104.0]))
+    assert c["df"] == 4.0
+    assert c["se"] == approx(1.3076696830622019)
+    assert c["diff_ci"] == [approx(-0.23067309075360143),
+                            approx(7.030673090753613)]
+    assert c["p"] == approx(0.0600452892155921)
+    assert c["verdict"] == "none"
+
+
+def test_cost_model_known_answer():
+    """Three boots, each exactly linear on N = 1, 2, 4, 8 (slopes 45, 45.5,
+    44.25; intercepts 300, 302, 299; N = 0 medians 290, 289, 291.5): every
+    figure is the mean over boots with a Student t interval on 2 df
+    (t(0.975, 2) 4.302652729911275)."""
+    ns = (1, 2, 4, 8)
+    lines = ((300.0, 45.0), (302.0, 45.5), (299.0, 44.25))
+    cells = {n: {i: [a + b * n] * 5 for i, (a, b) in enumerate(lines)}
+             for n in ns}
+    cells[0] = {i: [z] * 5 for i, z in enumerate((290.0, 289.0, 291.5))}
+    m = st.cost_model(cells, key=("ka",))
+    assert m["k"] == 3 and m["ns"] == list(ns)
+    want = {"b": (44.916666666666664, 0.3632415786283895,
+                  43.35376429676394, 46.47956903656939),
+            "a": (300.3333333333333, 0.8819171036881969,
+                  296.53875029959386, 304.12791636707277),
+            "walk_max": (359.3333333333333, 2.905932629027116,
+                         346.83011437411153, 371.8365522925551),
+            "entry": (10.166666666666666, 1.5898986690282426,
+                      3.325884818089996, 17.007448515243336)}
+    for name, (v, se, lo, hi) in want.items():
+        assert m[name] == approx(v), name
+        assert m[name + "_se"] == approx(se), name
+        assert m[name + "_ci"] == [approx(lo), approx(hi)], name
 
 
 def test_few_boots_warned():
@@ -474,16 +692,27 @@ def test_compare_slopes():
 
 
 def test_json_serialisable_and_deterministic():
-    """numpy inputs (arrays, numpy-int boot ids) give plain JSON output,
-    the same at every call."""
+    """numpy inputs (arrays, numpy-int boot ids) give plain JSON output and
+    the known answers of plain inputs; the bootstrap paths (one boot) are
+    seeded by their key, not by call order or numpy's global state."""
+    ids = [np.int64(i) for i in range(5)]
+    ref = {b: np.full(4, v) for b, v in zip(ids, R5)}
+    new = {b: np.full(4, v) for b, v in zip(ids, V4)}
+    c = st.compare(ref, new, key=("c",))
+    assert c["df"] == approx(5.864489869300176)            # as plain input
+    assert c["diff_ci"] == [approx(-0.058911323314940756),
+                            approx(4.358911323314953)]
+    e = st.estimate(ref, key=("e",))
+    assert e["value"] == approx(100.6)
+    assert st.aa_floor(ref)["floor"] == approx(
+        2.7764451051977987 * np.std(R5, ddof=1) * math.sqrt(2))
+    assert st.boot_medians(ref) == R5
     rng = np.random.default_rng(11)
     x = sim_sweep(rng, 1)[0]
     cells = {n: {np.int64(i): x[i, j] for i in range(K)}
              for j, n in enumerate(NS)}
     cells[0] = {np.int64(i): x[i, 0] - 10 for i in range(K)}
     one = {n: {0: c[0]} for n, c in cells.items()}
-    ref = {np.int64(i): x[i, 0] for i in range(K)}
-    new = {np.int64(i): x[i, 1] for i in range(3)}
     calls = [
         lambda: st.estimate(ref, key=("e",)),
         lambda: st.estimate({0: x[0, 0]}, key=("e1",)),
@@ -495,15 +724,21 @@ def test_json_serialisable_and_deterministic():
         lambda: st.compare_slopes(st.cost_model(cells),
                                   st.cost_model(one, key=("m1",))),
         lambda: st.boot_medians(ref),
+        lambda: st.summary(x[0, 0], key=("k",)),
     ]
-    for f in calls:
-        r = f()
-        s = json.dumps(r, allow_nan=False, sort_keys=True)
-        assert s == json.dumps(f(), allow_nan=False, sort_keys=True)
-        assert r == f()
+    first = [json.dumps(f(), allow_nan=False, sort_keys=True) for f in calls]
+    np.random.seed(12345)
+    np.random.random(1000)             # numpy's global state moved
+    again = [json.dumps(f(), allow_nan=False, sort_keys=True)
+             for f in reversed(calls)][::-1]
+    assert again == first              # neither call order nor global state
     assert isinstance(st.METHOD, str) and "boot" in st.METHOD
-    x = [1.0, 2.0, 3.5, 4.0, 7.0]
-    assert st.summary(x, key=("k",)) == st.summary(x, key=("k",))
+    # Seeded by the key: another key resamples differently (the bootstrap
+    # sd; the percentile ends of a median land on sample values).
+    a = st.estimate({0: x[0, 0]}, key=("e1",))
+    b = st.estimate({0: x[0, 0]}, key=("e2",))
+    assert a["value"] == b["value"] and a["se"] != b["se"]
+    assert a["ci"][0] <= a["value"] <= a["ci"][1]
 
 
 # Paired comparisons and discrete boot effects ---------------------------
@@ -540,10 +775,13 @@ def test_pooled_spread_covers_discrete_boot_modes():
     rare second mode, five boots of one cell often agree exactly and the
     cell's own interval has zero width. Pooling the spread over the
     benchmark's cells (13 N) restores the coverage; the cell's own sd
-    alone does not."""
+    alone does not. Upper bound: the pooled intervals are no wider than
+    the documented rule makes them (their mean half-width within 3 se of
+    the rule's, written out with numpy on 200 000 draws)."""
     rng = np.random.default_rng(7)
     sims, k, cells = 400, 5, 13
     own = pooled = 0
+    half = []
     for _ in range(sims):
         fam = [{b: [1000.0 * (i + 1) + 35 * (rng.random() < 0.2)]
                 for b in range(k)} for i in range(cells)]
@@ -553,5 +791,20 @@ def test_pooled_spread_covers_discrete_boot_modes():
         own += e["ci"][0] <= truth <= e["ci"][1]
         e = st.estimate(fam[0], spread=sp)
         pooled += e["ci"][0] <= truth <= e["ci"][1]
+        half.append((e["ci"][1] - e["ci"][0]) / 2)
+    # The rule: the larger of the cell's own and the family's pooled sd,
+    # Student t with that sd's df (k - 1, or 13 (k - 1)).
+    v = 35.0 * (np.random.default_rng(8).random((200000, cells, k)) < 0.2)
+    ss = ((v - v.mean(-1, keepdims=True)) ** 2).sum(-1)
+    sd_own = np.sqrt(ss[:, 0] / (k - 1))
+    sd_pool = np.sqrt(ss.sum(1) / (cells * (k - 1)))
+    h = np.where(sd_pool > sd_own,
+                 stats.t.ppf(0.975, cells * (k - 1)) * sd_pool,
+                 stats.t.ppf(0.975, k - 1) * sd_own) / math.sqrt(k)
+    band = 3 * math.hypot(np.std(half) / math.sqrt(sims),
+                          h.std() / math.sqrt(len(h)))
+    print("own %.3f, pooled %.3f; mean half-width %.3f (rule %.3f +- %.3f)"
+          % (own / sims, pooled / sims, np.mean(half), h.mean(), band))
     assert own / sims < 0.8
     assert pooled / sims >= 0.9
+    assert abs(np.mean(half) - h.mean()) <= band
