@@ -486,6 +486,32 @@ def test_cover_perf_plain_run(tmp_path):
 
 # The letters in git -----------------------------------------------------
 
+def test_committed_letter_is_complete():
+    """kernel-patch/series/0000-cover-letter.patch, made by make
+    cover-letter: no placeholder left, the text's subject and every
+    paragraph in it, a Performance section naming its run, in
+    instructions, and the walker's loop table. (Its figures are checked
+    against the run by the generator's tests above: the run itself is
+    not in git.)"""
+    with open(SERIES_0000) as f:
+        cover = f.read()
+    left = [(i, l) for i, l in enumerate(cover.splitlines(), 1)
+            if PLACEHOLDER.search(l)]
+    assert not left, "placeholders left in %s: %s" % (SERIES_0000, left)
+    lines, paras = paragraphs(TEXT)
+    assert "] " + lines[0] + "\n" in cover
+    for p in paras:
+        assert p in cover, "0000 was not made from cover-letter.txt:\n" + p
+    start = cover.index("Performance\n===========\n")
+    assert re.search(r"Measured with rseq-opbench, run (\S+);",
+                     cover[start:])
+    assert "not time" in cover[start:start + 2000]
+    assert "The loop of rseq_ops_apply() in this series' x86-64 vmlinux" \
+        in cover
+    assert re.search(r"^  rseq_ops_apply +\+0x[0-9a-f]+\.\.\+0x[0-9a-f]+ ",
+                     cover, re.M), "no walker loop table in the letter"
+
+
 def test_text_and_resident_letter_have_no_stray_placeholder():
     """cover-letter.txt names each generated part once and no other
     placeholder; the resident variant's letter (written by hand) has
