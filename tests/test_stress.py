@@ -83,15 +83,47 @@ def test_resident_outcomes_fail_on_ops(tmp_path):
                        STRESS_SEMANTICS="resident")
     assert r.returncode != 0, r.stdout + r.stderr[-3000:]
     assert s["semantics"] == "resident" and s["wrong"] > 0, s
+    # Only self-cycle ran, and every run of it was wrong: on ops the walk
+    # follows the corrupted link and kills the victim, which -R expects
+    # to live.
+    sc = s["scenarios"]["self-cycle"]
+    assert sc["wrong"] == sc["runs"] == s["victims"] > 0, s
+    assert sum(v["runs"] for v in s["scenarios"].values()) == sc["runs"], s
     assert "FAILED: wrong outcomes" in r.stderr
+
+
+# What the control's planted bug (only the first operation of a list is
+# applied, and a list that does not close on the sentinel is no longer
+# noticed) breaks: every scenario that checks, before anything else, that a
+# walk reset each node of a list of two or more, all of whose runs ended
+# wrong on the control at seed 20261204 (bad-register and concurrent-break
+# did in most runs; mutate-valid, migrate-signal, race-register and exec
+# register one node or check none, and never did). The victim says so with
+# exit status 98, "node not reset by the walk", and nothing else.
+BUG_SENSITIVE = ("churn", "limit", "ro-node", "threads", "fork", "rseq-rereg",
+                 "self-cycle", "cycle", "bad-link", "early-close",
+                 "bad-field", "dst-page", "node-unmapped")
+BUG_OUTCOMES = {"exit 98"}
 
 
 @pytest.mark.rig
 def test_stress_catches_the_control(tmp_path):
-    r, out, s = stress(tmp_path, 20, FLAVOUR="control")
+    """The negative control fails for its planted bug, not for any reason:
+    a fixed seed, every scenario run, each scenario the bug breaks ends
+    wrong, every wrong outcome is one the bug explains, and the kernel
+    reports no problem."""
+    r, out, s = stress(tmp_path, 40, FLAVOUR="control", SEED="20261204")
     assert r.returncode != 0, r.stdout + r.stderr[-3000:]
-    assert s["wrong"] > 0, s
+    assert s["seed"] == 20261204, s
+    assert s["victims"] >= len(s["scenarios"]), s
+    for name in BUG_SENSITIVE:
+        assert s["scenarios"][name]["wrong"] > 0, (name, s)
+    for name, v in s["scenarios"].items():
+        assert sum(v["wrong_how"].values()) == v["wrong"], (name, v)
+        assert set(v["wrong_how"]) <= BUG_OUTCOMES, (name, v)
     assert "FAILED: wrong outcomes" in r.stderr
+    with open(os.path.join(out, "kernel-problems.txt")) as f:
+        assert f.read() == ""
     with open(os.path.join(out, "kernel-provenance")) as f:
         p = f.read()
     assert "flavour=control\n" in p and "profile=debug\n" in p

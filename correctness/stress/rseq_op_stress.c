@@ -23,7 +23,11 @@
  * Output: progress on stderr; one JSON summary line on stdout, e.g.
  *   {"seconds":60,"victims":812,"prctl_calls":91234,"walks_triggered":...,
  *    "violations_injected":301,"segv_expected":301,"segv_seen":301,
- *    "wrong":0,"scenarios":{"self-cycle":{"runs":20,"wrong":0},...}}
+ *    "wrong":2,"scenarios":{"self-cycle":{"runs":20,"wrong":2,"max_s":1.5,
+ *    "wrong_how":{"exit 99":2}},...}}
+ * (wrong_how: the wrong outcomes by exit status or killing signal; the
+ * victims' exit statuses say why: 98 a node not reset by the walk, 99
+ * alive after breaking the contract, 90-96 a refused or wrong prctl).
  * Exit status: 0 when every outcome was right; 1 otherwise; 4 (kselftest
  * SKIP) when the kernel has no RSEQ operations.
  *
@@ -1016,7 +1020,18 @@ static void __attribute__((noreturn)) victim(const struct scenario *sc,
 struct tally {
 	long runs, wrong;
 	double max_s;		/* the slowest victim, against VICTIM_ALARM */
+	/* The wrong outcomes: by exit status, and by signal (+256). */
+	long how[256 + 128];
 };
+
+/* A wrong outcome's kind, as the summary names it. */
+static void how_name(char *buf, size_t len, int i)
+{
+	if (i < 256)
+		snprintf(buf, len, "exit %d", i);
+	else
+		snprintf(buf, len, "signal %d", i - 256);
+}
 
 static double since(const struct timespec *t)
 {
@@ -1175,6 +1190,9 @@ int main(int argc, char **argv)
 			if (!ok) {
 				wrongs++;
 				tally[slot[s].sc].wrong++;
+				tally[slot[s].sc].how[WIFSIGNALED(status) ?
+					256 + WTERMSIG(status) :
+					WEXITSTATUS(status)]++;
 				if (verbose_shown++ < 20)
 					fprintf(stderr, "rseq_op_stress: WRONG: %s: %s%d at stage %d%s%s\n",
 						sc->name,
@@ -1193,9 +1211,23 @@ int main(int argc, char **argv)
 	       "\"segv_expected\":%ld,\"segv_seen\":%ld,\"wrong\":%ld,\"scenarios\":{",
 	       resident ? "resident" : "list", (long)(now.tv_sec - t0.tv_sec), seed0, victims, prctls, walks,
 	       violations, segv_expected, segv_seen, wrongs);
-	for (int i = 0; i < NR_SCENARIOS; i++)
-		printf("%s\"%s\":{\"runs\":%ld,\"wrong\":%ld,\"max_s\":%.1f}", i ? "," : "",
-		       scenarios[i].name, tally[i].runs, tally[i].wrong, tally[i].max_s);
+	for (int i = 0; i < NR_SCENARIOS; i++) {
+		bool first = true;
+
+		printf("%s\"%s\":{\"runs\":%ld,\"wrong\":%ld,\"max_s\":%.1f,\"wrong_how\":{",
+		       i ? "," : "", scenarios[i].name, tally[i].runs, tally[i].wrong,
+		       tally[i].max_s);
+		for (int k = 0; k < 256 + 128; k++) {
+			char name[16];
+
+			if (!tally[i].how[k])
+				continue;
+			how_name(name, sizeof(name), k);
+			printf("%s\"%s\":%ld", first ? "" : ",", name, tally[i].how[k]);
+			first = false;
+		}
+		printf("}}");
+	}
 	printf("}}\n");
 	return wrongs ? 1 : 0;
 }
