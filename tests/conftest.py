@@ -4,6 +4,7 @@
 Tests marked `rig` need built kernels and the guest image (`make test` builds
 them first); `make test-host` runs the others alone.
 """
+import glob
 import os
 import subprocess
 import sys
@@ -90,3 +91,41 @@ def opbench(tmp_path_factory):
     assert r.returncode == 0, r.stderr
     assert "warning" not in r.stderr, r.stderr
     return str(out / "opbench")
+
+
+def bench_env(**extra):
+    """The environment of a bench-run.sh run that takes every setting from
+    its plan: none of the plan's variables inherited."""
+    env = dict(os.environ, **extra)
+    for v in ("FLAVOURS", "SWEEP", "LOOPS", "SAMPLES", "WARMUP", "BENCHES",
+              "TYPES", "OPS", "BOOTS", "PREEMPT_LOOPS", "PERF_BENCH", "SEED",
+              "LABEL"):
+        env.pop(v, None)
+    return env
+
+
+@pytest.fixture(scope="session")
+def quick_run(tmp_path_factory, flavours, image):
+    """make bench's stages (bench-run.sh) on the quick plan, once per
+    session, with apt-get, apt-cache, apt, dpkg-deb and debootstrap
+    shadowed by stubs that fail loudly: no stage after the build may fetch
+    or unpack anything. Returns the run directory and the stages' stderr."""
+    root = tmp_path_factory.mktemp("results")
+    stub = tmp_path_factory.mktemp("no-network")
+    for tool in ("apt-get", "apt-cache", "apt", "dpkg-deb", "debootstrap"):
+        with open(os.path.join(stub, tool), "w") as f:
+            f.write("#!/bin/sh\necho \"$0 $*\" >> %s/CALLED\n"
+                    "echo \"STUB: $0 called after the build\" >&2\nexit 1\n"
+                    % stub)
+        os.chmod(os.path.join(stub, tool), 0o755)
+    env = bench_env(PLAN="quick", RESULTS_ROOT=str(root),
+                    PATH="%s:%s" % (stub, os.environ["PATH"]))
+    r = subprocess.run([os.path.join(TOP, "microbench", "bench-run.sh")],
+                       cwd=TOP, env=env, capture_output=True, text=True,
+                       timeout=1800)
+    runs = glob.glob(str(root / "*-quick"))
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert len(runs) == 1, r.stderr[-2000:]
+    assert not os.path.exists(os.path.join(stub, "CALLED")), \
+        open(os.path.join(stub, "CALLED")).read()
+    return runs[0], r.stderr

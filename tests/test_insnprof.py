@@ -13,6 +13,11 @@ import pytest
 
 from conftest import TOP, manifest
 
+# The walker's fixed part per call (entry, the sentinel, the user-access
+# window, return), in instructions: 17.6 measured at ops' series v2
+# (1880 per call at 64 operations, 29.10 per operation). A slope off by
+# more than about 0.7 instruction per operation leaves this range.
+FIXED_MAX = 64
 sys.path.insert(0, os.path.join(TOP, "tracing"))
 import insnprof  # noqa: E402
 
@@ -358,25 +363,32 @@ def test_opbench_marks_its_samples(opbench):
     assert r.returncode == 2 and "--mark needs --warmup 0" in r.stderr
 
 
-@pytest.mark.rig
-def test_instruction_flame_graph_in_the_guest(flavours, image, tmp_path):
-    """make flamegraph MODE=instructions, small: the plugin's total over
-    the marked samples equals icount's (the TSC opbench read) within
-    0.1 %; at 64 operations the walker is in the ops profile, entered once
-    per walk at least; at N = 0 no profile has a walker frame, and the
-    differential is drawn."""
-    env = dict(os.environ, RESULTS_ROOT=str(tmp_path), LOOPS="30",
-               SAMPLES="2", ACCEL="icount")
+@pytest.fixture(scope="module")
+def insn_profile(flavours, image, tmp_path_factory):
+    """make flamegraph MODE=instructions, small: switch at 64 operations
+    on ops against N = 0 on baseline; the profile's directory."""
+    env = dict(os.environ, RESULTS_ROOT=str(tmp_path_factory.mktemp("insn")),
+               LOOPS="30", SAMPLES="2", ACCEL="icount")
     r = subprocess.run([os.path.join(TOP, "tracing", "trace.sh"), "insn",
                         "ops", "switch", "64", "baseline", "0"],
                        capture_output=True, text=True, env=env, timeout=1200)
     assert r.returncode == 0, r.stderr[-3000:]
-    out = r.stdout.strip().splitlines()[-1]
+    return r.stdout.strip().splitlines()[-1]
 
-    def check(d):
-        with open(os.path.join(out, d, "check.txt")) as f:
-            return dict(x.split("=", 1) for x in f.read().split())
-    ops, base = check("ops-64"), check("baseline-0")
+
+def profile_check(out, d):
+    with open(os.path.join(out, d, "check.txt")) as f:
+        return dict(x.split("=", 1) for x in f.read().split())
+
+
+@pytest.mark.rig
+def test_instruction_flame_graph_in_the_guest(insn_profile):
+    """The plugin's total over the marked samples equals icount's (the TSC
+    opbench read) within 0.1 %; at 64 operations the walker is in the ops
+    profile, entered once per walk at least; at N = 0 no profile has a
+    walker frame, and the differential is drawn."""
+    out = insn_profile
+    ops, base = profile_check(out, "ops-64"), profile_check(out, "baseline-0")
     for c in (ops, base):
         assert int(c["windows"]) == int(c["samples"]) == 2, c
         assert abs(float(c["ratio"]) - 1) < 1e-3, c
@@ -399,3 +411,19 @@ def test_instruction_flame_graph_in_the_guest(flavours, image, tmp_path):
         assert os.path.getsize(os.path.join(out, svg)) > 1000, svg
     with open(os.path.join(out, "table.txt")) as f:
         assert "rseq_ops_apply_[k]" in f.read()
+
+
+@pytest.mark.rig
+def test_profile_and_measured_slope_agree(insn_profile, quick_run):
+    """Two independent figures of one walk: the quick run's slope per
+    operation per walk (timed, a + b*N over N = 1 and 2048) and the
+    walker's instructions per call at 64 operations, counted by the
+    plugin. Under icount the walker's call is its fixed part plus 64
+    slopes: the fixed part must come out as a small positive count (a
+    slope per loop, twice the right one, or a profile of another function
+    would not)."""
+    import test_bench_pipeline
+    slope, _ = test_bench_pipeline.per_op_per_walk(quick_run)
+    per_call = float(profile_check(insn_profile, "ops-64")["walker_per_call"])
+    fixed = per_call - 64 * slope
+    assert 0 < fixed < FIXED_MAX, (per_call, slope, fixed)

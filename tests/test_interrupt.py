@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import TOP
+from conftest import TOP, bench_env
 from test_analysis import ANALYZE, analyze, synthetic
 
 sys.path.insert(0, os.path.join(TOP, "analysis"))
@@ -121,10 +121,7 @@ def test_interrupted_bench_is_marked_and_harmless(tmp_path, flavours,
     earlier = root / "20000101T000000Z-quick"
     shutil.copytree(synthetic(tmp_path), earlier)
     before = tree_hash(earlier)
-    env = dict(os.environ, PLAN="quick", RESULTS_ROOT=str(root))
-    for v in ("FLAVOURS", "SWEEP", "LOOPS", "SAMPLES", "WARMUP", "BENCHES",
-              "TYPES", "OPS"):
-        env.pop(v, None)
+    env = bench_env(PLAN="quick", RESULTS_ROOT=str(root))
     log = open(tmp_path / "stderr.txt", "w+")
     p = subprocess.Popen([os.path.join(TOP, "microbench", "bench-run.sh")],
                          cwd=TOP, env=env, stdout=subprocess.DEVNULL,
