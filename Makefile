@@ -60,8 +60,9 @@ $(error STRESS_PROFILE is now STRESS_KCONFIG (default|debug))
 endif
 
 # make bench boots the plan's flavours unless FLAVOURS is given.
-PLAN_FILE := microbench/plans/$(PLAN).plan
-PLAN_FLAVOURS = $(shell bash -c '. ./$(PLAN_FILE) && echo "$$FLAVOURS"' 2>/dev/null)
+# The plan is read by common.sh's load_plan only, here as in the scripts.
+PLAN_FLAVOURS = $(shell bash -c '. scripts/common.sh && load_plan "$$1" && echo "$$FLAVOURS"' \
+	bench '$(PLAN)' 2>/dev/null)
 BENCH_FLAVOURS = $(if $(filter command line,$(origin FLAVOURS)),$(FLAVOURS),$(PLAN_FLAVOURS))
 
 ifeq ($(V),1)

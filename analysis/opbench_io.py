@@ -89,8 +89,8 @@ def parse_perf_bench(path):
 BOOT_RE = re.compile(r"^boot-(\d+)-(.+)$")
 
 
-# bench.sh writes this file into a run before its first boot, and
-# bench-run.sh removes it once the benchmarks and the tracing are complete:
+# bench-run.sh writes this file into a run before its first boot and
+# removes it once the benchmarks and the tracing are complete:
 # a run that still holds it was interrupted or failed half-way (its lines
 # say when and how).
 INCOMPLETE = "INCOMPLETE"

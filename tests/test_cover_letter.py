@@ -268,7 +268,7 @@ def test_walker_loop_table_is_the_vmlinux_one(rig, letter):
     """The walker's loop block: the compiler of the ops kernel, then
     walker_loops.py's table of its vmlinux (the known loop: head +0x2,
     11 instructions, 3 loads, 2 branches, stac and clac), which is the
-    table bench.sh wrote into the run; then the prose that was reflowed
+    table bench-run.sh wrote into the run; then the prose that was reflowed
     onto the placeholder's line, as a paragraph of its own."""
     with open(os.path.join(rig["run"], "walker-loops", "ops.txt")) as f:
         table = "".join("  " + l for l in f)

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """analysis/designs.py: three designs of the walk (ops, resident, rfc)
 compared on synthetic cost models with known slopes; its report section
-and plot; and the walker-loops files bench.sh writes."""
+and plot; and the walker-loops files bench-run.sh writes."""
 import os
 import sys
 

@@ -189,7 +189,7 @@ def test_designs_from_the_analysis(walker):
     """designs.analyse on opbench_data's analysis of the run: each
     design's slope per walk, the ratios to the resident variant, the
     stretch a walk adds to a preemption, and the walker-loops files as
-    bench.sh writes them."""
+    bench-run.sh writes them."""
     run, a = walker
     d = a["designs"]
     assert d["flavours"] == ["ops", "resident", "rfc"]

@@ -58,7 +58,7 @@ have=$(sed -n 's/^series_hash=//p' "$runprov")
 [ "$have" = "$want" ] ||
 	die "'$run' measured another series ($have, the series is $want): run make bench again"
 # The walker's loops as the run counted them in the ops vmlinux it booted
-# (microbench/bench.sh), with the compiler that built it: counted once.
+# (microbench/bench-run.sh), with the compiler that built it: counted once.
 loops=$run/walker-loops/ops.txt
 grep -q '^rseq_ops_apply ' "$loops" 2>/dev/null ||
 	die "'$run' holds no loop of rseq_ops_apply in walker-loops/ops.txt (runs before walker-loops/ have none): run make bench again"

@@ -6,7 +6,7 @@
         [--plan synthetic|walker] [--series-hash HASH] [--kernel KDIR]
 
 --plan synthetic (the default): ten boots (five rounds of baseline and ops,
-in a shuffled order) of two benchmarks, in the layout microbench/bench.sh
+in a shuffled order) of two benchmarks, in the layout microbench/bench-run.sh
 writes, from a seeded generator:
   syscall  252.4 per loop on every kernel and every N (no walk)
   switch   4456.0 on baseline; ops at N=0 is 4455.0; ops at N >= 1 is
@@ -38,7 +38,7 @@ cost per operation per walk (WALK below): ops 45.2, rfc 60.0, resident 6.0.
            swapped unseen): +2924.8 at N=64, +93593.6 at 2048 on ops.
   noise    normal, sd 1.5 within a boot (P- and I-gaps: rounded to whole
            ticks), plus sd 0.5 between boots
-  loops    walker-loops/<flavour>.txt as bench.sh writes it
+  loops    walker-loops/<flavour>.txt as bench-run.sh writes it
            (analysis/walker_loops.py's table), LOOPS below; ops's is the
            table of the loop --kernel assembles.
 --series-hash: the series_hash in the ops boots' kernel-provenance (what
@@ -88,7 +88,7 @@ P_GAPS, I_GAPS = 12, 4
 PERIOD_US = 331
 SERIES = {"ops": (None, 6), "rfc": ("rfc0123456789abc", 4),
           "resident": ("res0123456789abc", 9), "baseline": ("none", 0)}
-# walker_loops.py's table per flavour, as bench.sh writes it (one run of
+# walker_loops.py's table per flavour, as bench-run.sh writes it (one run of
 # walker_loops.py per flavour): (function, head, end, instructions, loads,
 # conditional branches, stac/clac) of each loop.
 LOOPS = {"ops": ("rseq_ops_apply", 0x2, 0x25, 11, 3, 2, 2),
