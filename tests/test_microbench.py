@@ -210,14 +210,35 @@ def test_gate_fails_without_registration(guest_opbench, flavours, image,
     r, recs = guest(guest_opbench, "ops", image, tmp_path, "--no-ops",
                     "-n", "1", "-l", "100", "-s", "1", "-w", "0", "all")
     assert r.returncode == 1, r.stderr + r.stdout
-    gates = {(g["bench"], g["check"]): g["valid"] for g in recs
-             if g["kind"] == "gate"}
-    # Nothing registered: every check that expects a reset fails; the ones
-    # that expect none still hold.
-    assert gates.pop(("syscall", "no-walk-without-schedule")) is True
-    assert gates.pop(("register", "timed-node-pristine")) is True
-    assert gates.pop(("register", "unregistered-node-not-applied")) is True
-    assert gates and not any(gates.values()), gates
+    recs_gates = [g for g in recs if g["kind"] == "gate"]
+    # Ten checks at one N (as test_gate_passes_on_ops counts them), none
+    # missing: a benchmark that dropped its gate fails here.
+    assert len(recs_gates) == 10, recs_gates
+    gates = {(g["bench"], g["check"]): g for g in recs_gates}
+    assert len(gates) == 10 and all(g["no_ops"] for g in recs_gates), gates
+    # Nothing registered: every check that expects a reset fails, having
+    # seen none of the one it expected; the ones that expect none hold.
+    for key in (("syscall", "no-walk-without-schedule"),
+                ("register", "timed-node-pristine"),
+                ("register", "unregistered-node-not-applied")):
+        assert gates.pop(key)["valid"] is True, key
+    assert not any(g["valid"] for g in gates.values()), gates
+    walks = [g for g in gates.values() if g["check"].startswith("walk")]
+    assert {g["bench"] for g in walks} >= {"syscall", "switch", "signal",
+                                           "migrate", "preempt"}, walks
+    for g in walks:
+        # One operation per walk; preempt expects one walk per preemption
+        # gap it saw.
+        assert g["resets_seen"] == 0 and g["resets_expected"] >= 1, g
+        if g["bench"] != "preempt":
+            assert g["resets_expected"] == 1, g
+    # The per-iteration gate says why, in every sample that expects walks.
+    samples = [x for x in recs if x["kind"] == "sample"
+               and x["bench"] in ("switch", "signal")]
+    assert {x["bench"] for x in samples} == {"switch", "signal"}, samples
+    for x in samples:
+        assert x["valid"] is False, x
+        assert x["why"] == "an expected walk did not happen", x
 
 
 @pytest.mark.rig
