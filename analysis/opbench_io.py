@@ -172,8 +172,9 @@ def walker_loops(rdir):
 
 
 BT_SCALAR = re.compile(r"^@(\w+)\[([^\]]*)\]: (\d+)$")
-# guest-trace.sh runs opbench with one warm-up sample before the timed ones.
-TRACE_WARMUP = 1
+# The warm-up samples of records made before the record head carried its
+# warm-up count: guest-trace.sh ran opbench with one.
+OLD_RECORDS_WARMUP = 1
 
 
 def walk_counts(rdir):
@@ -199,7 +200,10 @@ def walk_counts(rdir):
             continue
         r0 = timed[0]
         bench = r0["bench"]
-        loops = int(r0["loops"]) * (len(timed) + TRACE_WARMUP)
+        # The warm-up samples walk too, and leave no sample record: the
+        # record head says how many there were.
+        loops = int(r0["loops"]) * (len(timed) +
+                                    int(r0.get("warmup", OLD_RECORDS_WARMUP)))
         out.append({"bench": bench, "nr_ops": int(r0["nr_ops"]),
                     "walks": walks.get(bench), "loops": loops,
                     "declared": r0.get("walks_per_loop", 1),
