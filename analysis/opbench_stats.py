@@ -13,8 +13,10 @@ Method: two-stage summary statistics. Stage one reduces every boot's samples
 to that boot's median (for the cost model: that boot's own least-squares
 line through its per-N medians). Stage two treats the k per-boot values as
 the observations: estimates are their mean, intervals Student t with k - 1
-degrees of freedom, comparisons Welch t with Welch-Satterthwaite degrees of
-freedom. For a balanced design (same samples per boot) this is equivalent to
+degrees of freedom, comparisons between kernels Welch t with
+Welch-Satterthwaite degrees of freedom, and N against N = 0 on one kernel
+(measured in the same boots) paired t on the per-boot differences. For a
+balanced design (same samples per boot) this is equivalent to
 the random-intercept mixed model (the "summary statistics" approach of
 multilevel analysis), and it stays valid whatever the within-boot
 distribution is, since only the per-boot medians enter stage two.
@@ -247,7 +249,8 @@ def compare_paired(ref_per_boot, per_boot, key=(), spread=None):
     diff: the mean of the per-boot differences of medians, diff_ci its
     Student t interval (k - 1 df, k the boots both cells have), p the paired
     t test; ratio value / ref_value with ratio_ci the difference's interval
-    over ref_value (the reference's own spread shared by both sides). No A/A floor applies: the spread between boots cancels.
+    over ref_value (the reference's own spread shared by both sides). No
+    A/A floor applies: the spread between boots cancels.
     spread: paired_spread() over the family, used when larger than the
     pair's own sd. detectable: (t(0.975) + t(0.80)) x se. Fewer than two
     common boots: no interval, verdict "none".

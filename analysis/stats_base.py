@@ -29,7 +29,9 @@ METHOD = ("The boot is the unit: each boot's samples are reduced to that "
           "each boot's own least-squares a and b) are the observations "
           "(two-stage summary statistics, equivalent to a random-intercept "
           "mixed model for balanced designs). Intervals are Student t on "
-          "the k per-boot values (k-1 df); comparisons are Welch t.")
+          "the k per-boot values (k-1 df); comparisons between kernels "
+          "are Welch t, N against N = 0 on one kernel paired t on the "
+          "per-boot differences.")
 
 _ALPHA = 1 - CONFIDENCE
 _ONE_BOOT = ("only one boot: the boot-to-boot spread is unknown, so this "
