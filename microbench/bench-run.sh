@@ -104,7 +104,26 @@ out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "${LABEL:-$plan}")
 # the step it stopped.
 echo "started=$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$out/INCOMPLETE"
 stage=benchmarks
+# The long children (boots, tracing) run in the background and are waited
+# for: bash runs a trap only once its foreground child has ended, and a
+# SIGTERM to this script alone (make passes its own on) must stop the run
+# at once, its guest included, not after the boot.
+child=
+waited() {
+	local st=0
+	"$@" &
+	child=$!
+	wait "$child" || st=$?
+	child=
+	return "$st"
+}
+kill_tree() {
+	local p
+	for p in $(pgrep -P "$1"); do kill_tree "$p"; done
+	kill -TERM "$1" 2>/dev/null || true
+}
 interrupted() {
+	[ -z "$child" ] || kill_tree "$child"
 	echo "interrupted=SIG$1 during the $stage, $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$out/INCOMPLETE"
 	log "interrupted by SIG$1: $out is marked incomplete ($out/INCOMPLETE)"
 	trap - "$1"
@@ -180,7 +199,7 @@ for i in "${!order[@]}"; do
 	left=$([ "$i" -gt 0 ] && echo "$(fmt_secs $((el * (n - i) / i)))" || echo unknown)
 	log "[boot $((i + 1))/$n] $f under $accel; elapsed $(fmt_secs "$el"), about $left left"
 	st=0
-	"$TOPDIR/vm-images/guest-run" --flavour "$f" --out "$d" --accel "$accel" \
+	waited "$TOPDIR/vm-images/guest-run" --flavour "$f" --out "$d" --accel "$accel" \
 		--timeout "${BOOT_TIMEOUT:-5400}" \
 		--copy "$out/bin/opbench" --copy "$out/bin/tcmodel" \
 		--copy "$TOPDIR/microbench/guest-bench.sh" \
@@ -207,7 +226,7 @@ step 2 "tracing: flame graph of signal, walk latency of switch at 2048 operation
 # and the run's own opbench, the binary its boots measured.
 trace() {
 	# shellcheck disable=SC2046 # one -u per name
-	env $(printf -- '-u %s ' $PLAN_VARS) RESULTS_ROOT="$out/tracing" \
+	waited env $(printf -- '-u %s ' $PLAN_VARS) RESULTS_ROOT="$out/tracing" \
 		OPBENCH="$out/bin/opbench" "$TOPDIR/tracing/trace.sh" "$@" >/dev/null
 }
 t=$(date +%s)

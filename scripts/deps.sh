@@ -10,7 +10,7 @@ set -euo pipefail
 PKGS=(
 	bc bison flex cpio kmod rsync xz-utils zstd
 	libelf-dev libssl-dev dwarves ccache
-	build-essential git iproute2
+	build-essential git iproute2 procps
 	qemu-system-x86 qemu-utils
 	debootstrap e2fsprogs busybox-static
 	python3-numpy python3-scipy python3-matplotlib python3-pytest
