@@ -61,7 +61,7 @@ endif
 
 # make bench boots the plan's flavours unless FLAVOURS is given.
 # The plan is read by common.sh's load_plan only, here as in the scripts.
-PLAN_FLAVOURS = $(shell bash -c '. scripts/common.sh && load_plan "$$1" && echo "$$FLAVOURS"' \
+PLAN_FLAVOURS = $(shell env -u OPS bash -c '. scripts/common.sh && load_plan "$$1" && echo "$$FLAVOURS"' \
 	bench '$(PLAN)' 2>/dev/null)
 BENCH_FLAVOURS = $(if $(filter command line,$(origin FLAVOURS)),$(FLAVOURS),$(PLAN_FLAVOURS))
 
@@ -116,7 +116,8 @@ $(call check_kernels,ops rfc)
 endif
 ifneq ($(call goals,stress test-resident),)
 $(call check,$(check_env) FLAVOUR=$(call sq,$(FLAVOUR)) SCENARIO=$(call sq,$(SCENARIO)) \
-	STRESS_SEMANTICS=$(call sq,$(STRESS_SEMANTICS)) correctness/stress.sh --check $(call sq,$(DURATION)))
+	STRESS_SEMANTICS=$(call sq,$(STRESS_SEMANTICS)) STRESS_KCONFIG=$(call sq,$(STRESS_KCONFIG)) \
+	correctness/stress.sh --check $(call sq,$(DURATION)))
 endif
 ifneq ($(call goals,flamegraph),)
 ifneq ($(words $(filter perf instructions,$(MODE))) $(words $(MODE)),1 1)

@@ -31,6 +31,10 @@ secs=${1:-${DURATION:-600}}
 	die "DURATION='$secs' is not a positive number of seconds (e.g. DURATION=600, the default)"
 [ -z "${STRESS_PROFILE:-}" ] || die "STRESS_PROFILE is now STRESS_KCONFIG (default|debug)"
 export KCONFIG=${STRESS_KCONFIG:-debug}
+case $KCONFIG in
+default | debug) ;;
+*) die "STRESS_KCONFIG='$KCONFIG' is unknown; use STRESS_KCONFIG=debug (the default) or STRESS_KCONFIG=default" ;;
+esac
 flavour=${FLAVOUR:-ops}
 par=${PARALLEL:-4}
 # The kernel-resident variant checks and copies nodes at registration:
@@ -45,6 +49,9 @@ esac
 if [ -n "${SCENARIO:-}" ]; then
 	[[ "$SCENARIO" =~ ^[a-z-]+$ ]] || die "SCENARIO='$SCENARIO' is not a scenario name (correctness/stress/rseq_op_stress.c --list)"
 fi
+# The flavour and the kernel configuration, as the kernel build checks
+# them (an unknown STRESS_KCONFIG or a flavour without a series).
+"$TOPDIR/kernel-patch/scripts/kernels.sh" --check "$flavour"
 [ -z "$check" ] || exit 0
 
 kernel_dir "$flavour" >/dev/null

@@ -202,6 +202,8 @@ MAKE_REFUSALS = [
     (["stress", "SCENARIO=Self_Cycle"], ["SCENARIO='Self_Cycle' is not a scenario name",
                                          "rseq_op_stress.c --list"]),
     (["stress", "STRESS_SEMANTICS=both"], ["STRESS_SEMANTICS='both': want list or resident"]),
+    (["stress", "STRESS_KCONFIG=bogus"], ["STRESS_KCONFIG='bogus' is unknown"]),
+    (["stress", "FLAVOUR=mine"], ["flavour 'mine' needs a series"]),
     # flame graphs
     (["flamegraph", "MODE=cycles"], ["flamegraph: MODE=cycles: want perf or instructions"]),
     (["flamegraph", "MODE=perf instructions"], ["want perf or instructions"]),
