@@ -73,13 +73,20 @@ def write(rdir, outdir, force):
         with open(os.path.join(tmp, "analysis.json"), "w") as f:
             json.dump(jsonable(a), f, indent=1, sort_keys=True)
         plots = opbench_plots.plot_all(a, os.path.join(tmp, "plots"))
-        if os.path.exists(outdir):
-            old = "%s.old-%s" % (outdir, time.strftime("%Y%m%dT%H%M%SZ",
-                                                        time.gmtime()))
-            os.rename(outdir, old)
-            print("analyze: kept the earlier analysis as %s" % old,
-                  file=sys.stderr)
-        os.rename(tmp, outdir)
+        # The two renames go together: a signal between them would leave
+        # the earlier analysis moved aside and none in its place.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK,
+                                      {signal.SIGINT, signal.SIGTERM})
+        try:
+            if os.path.exists(outdir):
+                old = "%s.old-%s" % (outdir, time.strftime(
+                    "%Y%m%dT%H%M%SZ", time.gmtime()))
+                os.rename(outdir, old)
+                print("analyze: kept the earlier analysis as %s" % old,
+                      file=sys.stderr)
+            os.rename(tmp, outdir)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -100,6 +100,10 @@ def main():
         a = opbench_data.analyse(opbench_data.load(sys.argv[1]))
     except opbench_data.ResultsError as e:
         sys.exit("cover_perf: %s" % e)
+    if a["header"]["incomplete"] is not None:
+        sys.exit("cover_perf: %s is incomplete (it holds %s): a cover "
+                 "letter takes its figures from a complete run"
+                 % (sys.argv[1], opbench_data.INCOMPLETE))
     sys.stdout.write(section(a))
 
 

@@ -130,7 +130,9 @@ def analyse(run, a):
             # What rseq saves a call: the difference, negated.
             out["getcpu"].append({"flavour": fl, "fallback": c["ref_value"],
                                   "rseq": c["value"], "diff": c["diff"],
-                                  "ci": c["diff_ci"], "saved": -c["diff"],
+                                  "ci": c["diff_ci"],
+                                  "saved": None if c["diff"] is None
+                                  else -c["diff"],
                                   "saved_ci": [-c["diff_ci"][1],
                                                -c["diff_ci"][0]]
                                   if c["diff_ci"] else None})

@@ -59,7 +59,8 @@ in_buildroot() { "$TOPDIR/kernel-patch/scripts/buildroot.sh" run "$@"; }
 # microbench/Makefile builds them, in the build root against the guest's
 # glibc, into OUT.
 guest_programs() {
-	local out=$1 p targets=()
+	local out p targets=()
+	out=$(realpath -m "$1")	# make -C changes directory
 	shift
 	for p in "$@"; do targets+=("$out/$p"); done
 	mkdir -p "$out"

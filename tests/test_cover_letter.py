@@ -524,3 +524,18 @@ def test_text_and_resident_letter_have_no_stray_placeholder():
         res = f.read()
     assert not PLACEHOLDER.findall(res), PLACEHOLDER.findall(res)
     assert all(len(l) <= 72 for l in res.split("\n"))
+
+
+def test_cover_perf_refuses_an_incomplete_run(tmp_path):
+    """A letter's figures come from a complete run: cover_perf.py refuses
+    one that holds INCOMPLETE, naming it."""
+    d = tmp_path / "run"
+    subprocess.run(["/usr/bin/python3", os.path.join(DATA,
+                    "make-synthetic-run.py"), str(d)], check=True)
+    (d / "INCOMPLETE").write_text("started=x\ninterrupted=SIGINT during "
+                                  "the tracing, y\n")
+    r = subprocess.run(["/usr/bin/python3", os.path.join(
+        TOP, "analysis", "cover_perf.py"), str(d)], capture_output=True,
+        text=True)
+    assert r.returncode != 0 and "is incomplete" in r.stderr, r.stderr
+    assert r.stdout == ""

@@ -52,7 +52,7 @@ trap 'rm -rf "$tmp"' EXIT
 	die "analysis/cover_perf.py failed on '$run'"
 # The run and the letter must be of the series as it is.
 want=$(hash_files "${patches[@]}")
-runprov=$(ls "$run"/boot-*-ops/kernel-provenance 2>/dev/null | head -1)
+runprov=$(compgen -G "$run/boot-*-ops/kernel-provenance" | head -1 || true)
 [ -n "$runprov" ] || die "'$run' has no ops boot: the cover letter needs a run of make bench with ops"
 have=$(sed -n 's/^series_hash=//p' "$runprov")
 [ "$have" = "$want" ] ||
