@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """opbench_io - read everything a results directory holds, once.
 
-Input, as microbench/bench.sh and bench-run.sh write it:
+Input, as microbench/bench-run.sh writes it:
     results/<date>-<label>/provenance            key=value, the run
     results/<date>-<label>/manifest              key=value, what was built
     results/<date>-<label>/INCOMPLETE            present while a run is cut

@@ -28,5 +28,5 @@ for f in ops rfc; do
 	esac
 	dir[$f]=$d
 done
-"$TOPDIR/correctness/tap-diff.py" "${dir[ops]}/tap.txt" "${dir[rfc]}/tap.txt" ops rfc |
+"$PYTHON" "$TOPDIR/correctness/tap-diff.py" "${dir[ops]}/tap.txt" "${dir[rfc]}/tap.txt" ops rfc |
 	tee "${dir[rfc]}/differential.txt"

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # guest-bench.sh - run inside the guest: the opbench cells of one boot.
 #
-# Run by microbench/bench.sh from the shared directory, with:
+# Run by microbench/bench-run.sh from the shared directory, with:
 #   SWEEP="0,1,2048"  BENCHES="syscall switch ..."  LOOPS=..  SAMPLES=..  WARMUP=..
 #   PREEMPT_LOOPS=..  (preempt: wake-ups per sample; default LOOPS)
 #   A benchmark may be written NAME[:VARIANT][@N,N,...]: VARIANT is

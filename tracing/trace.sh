@@ -113,7 +113,7 @@ boot() {
 }
 
 fold() {
-	"$tdir/stackcollapse.py" --comm "$bench" "$1/perf.script" > "$1/perf.folded"
+	"$PYTHON" "$tdir/stackcollapse.py" --comm "$bench" "$1/perf.script" > "$1/perf.folded"
 	log "folded $(wc -l < "$1/perf.folded") stacks, $(awk '{ s += $NF } END { print s }' "$1/perf.folded") samples: $1/perf.folded"
 }
 
@@ -150,13 +150,13 @@ insn)
 		die "cannot build the plugin tracing/insnprof"
 	insnboot "$flavour" "$ops" "$out/$flavour-$ops"
 	cp "$out/$flavour-$ops/check.txt" "$out/$flavour-$ops/table.txt" "$out/"
-	"$tdir/flamegraph.py" "$out/$flavour-$ops/insn.folded" --unit instructions \
+	"$PYTHON" "$tdir/flamegraph.py" "$out/$flavour-$ops/insn.folded" --unit instructions \
 		--title "$bench, $ops operations, $flavour kernel: instructions" \
 		--subtitle "every guest instruction of the timed samples, counted by the QEMU plugin tracing/insnprof (icount, one vCPU), interrupts off included" \
 		> "$out/flame.svg"
 	if [ -n "$vs_fl" ]; then
 		insnboot "$vs_fl" "$vs_ops" "$out/$vs_fl-$vs_ops"
-		"$tdir/flamegraph.py" --diff --unit instructions "$out/$vs_fl-$vs_ops/insn.folded" \
+		"$PYTHON" "$tdir/flamegraph.py" --diff --unit instructions "$out/$vs_fl-$vs_ops/insn.folded" \
 			"$out/$flavour-$ops/insn.folded" \
 			--title "$bench: $flavour at $ops operations against $vs_fl at $vs_ops: instructions" \
 			--subtitle "red: larger share on $flavour/$ops, blue: smaller; QEMU plugin instruction counts" \
@@ -167,14 +167,14 @@ insn)
 flame)
 	boot "$flavour" "$out/$flavour-$ops" perf "$bench" "$ops" "$secs" "$freq"
 	fold "$out/$flavour-$ops"
-	"$tdir/flamegraph.py" "$out/$flavour-$ops/perf.folded" \
+	"$PYTHON" "$tdir/flamegraph.py" "$out/$flavour-$ops/perf.folded" \
 		--title "$bench, $ops operations, $flavour kernel" \
 		--subtitle "perf record -e cpu-clock -F $freq -g -a, $secs s of guest time, '$bench' only, QEMU $accel. Time with interrupts off lands on the next instruction with them on." \
 		> "$out/flame.svg"
 	if [ -n "$vs_fl" ]; then
 		boot "$vs_fl" "$out/$vs_fl-$vs_ops" perf "$bench" "$vs_ops" "$secs" "$freq"
 		fold "$out/$vs_fl-$vs_ops"
-		"$tdir/flamegraph.py" --diff "$out/$vs_fl-$vs_ops/perf.folded" \
+		"$PYTHON" "$tdir/flamegraph.py" --diff "$out/$vs_fl-$vs_ops/perf.folded" \
 			"$out/$flavour-$ops/perf.folded" \
 			--title "$bench: $flavour at $ops operations against $vs_fl at $vs_ops" \
 			--subtitle "red: larger share on $flavour/$ops, blue: smaller; perf cpu-clock, QEMU $accel" \

@@ -2,8 +2,8 @@
 """guest_run - the one way the project boots a guest: a flavour, a boot
 directory and a command.
 
-    guest-run --flavour ops [--kconfig debug] --out DIR [--copy FILE]...
-              [--accel icount] [--timeout S] [--append ARGS] [--dry-run]
+    guest-run --flavour ops [--kconfig debug] --out DIR --accel ACCEL
+              [--copy FILE]... [--timeout S] [--append ARGS] [--dry-run]
               -- CMD [ARG]...
 
 The kernel and the image come from the run manifest ($MANIFEST, by default

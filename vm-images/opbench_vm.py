@@ -6,7 +6,8 @@ arguments, build_command() joins them, and `--show-command` prints the result
 without booting. run() boots, watches the serial console (captured to a log
 file), enforces a timeout and turns kernel splats into a failure.
 
-    opbench-vm --kernel bzImage --image rootfs.ext4 --share DIR -- uname -r
+    opbench-vm --kernel bzImage --image rootfs.ext4 --share DIR \
+        --accel auto -- uname -r
 
 Exit status: the guest command's own, or
     124  guest timed out (console tail printed)

@@ -6,8 +6,9 @@
 # Usage: tracing/insnprof/qemu-plugin-header.sh (make plugin-header)
 # A build step, like the kernels and the image: it records the directory in
 # the run manifest (qemu_plugin_h), and later stages (trace.sh, the tests)
-# read it from there and never fetch. Debian ships no qemu-plugin.h in a binary package. This fetches the source
-# package of exactly the installed qemu-system-x86 (its source version) through a
+# read it from there and never fetch. Debian ships no qemu-plugin.h in a
+# binary package. This fetches the source package of exactly the
+# installed qemu-system-x86 (its source version) through a
 # project-owned apt configuration in the cache (deb-src of this release, its
 # updates and its security suite; nothing on the host changes), takes
 # include/qemu/qemu-plugin.h out of the upstream tarball, checks that none
