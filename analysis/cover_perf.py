@@ -15,7 +15,6 @@ instructions, never time.
 """
 import os
 import sys
-import textwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import opbench_data  # noqa: E402
@@ -26,8 +25,8 @@ WIDTH = rep.WIDTH
 
 
 def wrap(text, indent=""):
-    return textwrap.wrap(text, WIDTH, initial_indent=indent,
-                         subsequent_indent=indent)
+    """A paragraph of the section: report_core's, flush left unless told."""
+    return rep.indented(text, indent)
 
 
 def section(a):

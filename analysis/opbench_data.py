@@ -231,10 +231,7 @@ def analyse(run):
     out["perf_bench"] = perf_rows(run, clock, accel, out["groups"])
     out["walker_loops"] = run.get("walker_loops", {})
     out["designs"] = designs.analyse(out)
-    try:
-        out["tcmalloc"] = tcmalloc_model.analyse(run, out)
-    except ValueError as e:
-        raise ResultsError("the TCMalloc model's records: %s" % e)
+    out["tcmalloc"] = tcmalloc_model.analyse(run, out)
     # The run is usable when every cell passed its gate; analyze.py's exit
     # status says so.
     out["invalid_count"] = len(out["invalid"]) + len(
