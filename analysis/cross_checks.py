@@ -38,6 +38,13 @@ def per_walk(m, walks):
             "n_max": m["ns"][-1]}
 
 
+def diff_per_walk(c, walks):
+    """A slope comparison's difference per walk, as the slopes are."""
+    return {"diff_per_walk": _div(c.get("diff"), walks),
+            "diff_per_walk_ci": ([x / walks for x in c["diff_ci"]]
+                                 if c.get("diff_ci") else None)}
+
+
 def group(a, bench):
     return next((g for g in a["groups"] if g["bench"] == bench
                  and g["op_type"] == "null"), None)
@@ -49,7 +56,7 @@ def slope_per_walk(a, bench, fl="ops", per_loop=False):
     m = g and g["cost"].get(fl)
     if not m or not g["walks_per_loop"]:
         return None
-    s = per_walk(m, 1 if per_loop else g["walks_per_loop"])
+    s = per_walk(m, 1) if per_loop else g["per_walk"][fl]
     return {"value": s["value"], "ci": s["ci"], "k": s["k"], "bench": bench}
 
 

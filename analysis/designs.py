@@ -15,7 +15,7 @@ designs_report renders its section (designs_lines), opbench_plots its plot
 (design_slopes).
 """
 import opbench_stats as st
-from cross_checks import WALK_BENCHES, group, per_walk
+from cross_checks import WALK_BENCHES, diff_per_walk, group
 
 # Flavour, and how the report names it.
 DESIGNS = (("ops", "walker (ours)"), ("resident", "kernel-resident"),
@@ -35,12 +35,6 @@ ENTRY_BYTES = 40
 EXAMPLE_OPS = 1025
 
 
-def _per_walk(m, walks):
-    if not m or "b" not in m or not walks:
-        return None
-    return per_walk(m, walks)
-
-
 def analyse(a):
     """The comparison, or None when the run lacks the resident flavour or
     every other design."""
@@ -57,7 +51,7 @@ def analyse(a):
             continue
         walks = g["walks_per_loop"]
         for fl in fls:
-            s = _per_walk(g["cost"].get(fl), walks)
+            s = g["per_walk"].get(fl)
             if s:
                 out["slopes"].append(dict(s, bench=bench, flavour=fl))
                 continue
@@ -76,13 +70,9 @@ def analyse(a):
             c = st.compare_slopes(res, g["cost"][fl])
             if c and walks:
                 # diff per walk, as the slopes; the ratio has no unit.
-                out["ratios"].append({
-                    "bench": bench, "flavour": fl, "ratio": c.get("ratio"),
-                    "ratio_ci": c.get("ratio_ci"),
-                    "diff_per_walk": c["diff"] / walks
-                    if c.get("diff") is not None else None,
-                    "diff_per_walk_ci": [x / walks for x in c["diff_ci"]]
-                    if c.get("diff_ci") else None})
+                out["ratios"].append(dict(
+                    diff_per_walk(c, walks), bench=bench, flavour=fl,
+                    ratio=c.get("ratio"), ratio_ci=c.get("ratio_ci")))
         for c in g["vs_reference"]:
             if c["nr_ops"] == 0 and c["flavour"] in fls:
                 out["zero"].append({"bench": bench, "flavour": c["flavour"],

@@ -19,8 +19,8 @@ import opbench_stats as st
 import designs
 import tcmalloc_model
 from cross_checks import (AGREE, IRQS_OFF_MAX, WALK_BENCHES,
-                          WALK_COUNT_TOLERANCE, cross_checks, per_walk,
-                          slope_per_walk, walk_count_checks)
+                          WALK_COUNT_TOLERANCE, cross_checks, diff_per_walk,
+                          per_walk, slope_per_walk, walk_count_checks)
 from opbench_cells import BETTER, accel_of, clocks, collect, cell_detail, \
     preempt_detail
 # What the rest of analysis/ and the tests call opbench_data's.
@@ -132,6 +132,10 @@ def analyse(run):
                  [k[3], k[4]] for k in unsupported if k[:3] == gkey),
              "dropped": sorted([k[3], k[4]] for k in col["dropped"]
                                if k[:3] == gkey)}
+        # The headline (its table and its plots) holds each benchmark as
+        # designed and quoted under the run's unit; the variants
+        # (+scattered, +waker-ops) have their own sections.
+        g["headline"] = not g["headline_excluded"] and "+" not in bench
         # Each flavour's between-boot spread, pooled over its cells: under
         # icount a boot's median lands on one of a few values, and five
         # boots of one cell agreeing exactly say little about the next.
@@ -210,15 +214,8 @@ def analyse(run):
                 g["slopes_vs_rfc"] = s = st.compare_slopes(g["cost"]["rfc"],
                                                            g["cost"]["ops"])
                 if s:
-                    w = g["walks_per_loop"] or 1
-                    s["diff_per_walk"] = (s["diff"] / w if s.get("diff")
-                                          is not None else None)
-                    s["diff_per_walk_ci"] = ([s["diff_ci"][0] / w,
-                                              s["diff_ci"][1] / w]
-                                             if s["diff_ci"] else None)
-        # The headline holds each benchmark as designed; its variants
-        # (+scattered, +waker-ops) have their own sections.
-        if not g["headline_excluded"] and "+" not in bench:
+                    s.update(diff_per_walk(s, g["walks_per_loop"] or 1))
+        if g["headline"]:
             for c in g["vs_reference"]:
                 out["mission"].append(dict(c, bench=bench, op_type=op_type,
                                            reg=reg))

@@ -14,9 +14,10 @@ at 800 pixels wide, and titled with kernel, flavours and accelerator:
                             against operations (tcmalloc_model.py's figures)
 Every figure is the analysis' own (boot-level) number: the plots, the
 report and the notebook show the same values. The headline figures
-(overhead, zero-ops, per-op) leave out what the report's headline table
-does not quote under the run's unit (the analysis' headline_excluded:
-migrate under icount) and say so at their foot. Each series has its own
+(overhead, zero-ops, per-op) show what the report's headline table
+quotes (the analysis' g["headline"]): not the variants, which have their
+own sections, and not what the run's unit does not quote (migrate under
+icount), which they name at their foot. Each series has its own
 colour and marker (COLOURS, MARKERS); legends stand right of the axes and
 benchmark names read horizontally, so that no text covers another
 (tests/test_plots.py).
@@ -81,9 +82,9 @@ def label(g):
 
 def headline(a):
     """The groups the headline plots show: what the report's headline table
-    quotes under the run's unit (opbench_data.analyse decides, as
-    headline_excluded: migrate under icount), in the analysis' order."""
-    return [g for g in a["groups"] if not g.get("headline_excluded")]
+    quotes (opbench_data.analyse decides, as g["headline"]: not migrate
+    under icount, not the variants), in the analysis' order."""
+    return [g for g in a["groups"] if g["headline"]]
 
 
 def excluded_note(a):
@@ -227,13 +228,14 @@ def per_op(a, outdir):
     ends = [0.0]
     labelled = set()
     for y, g in enumerate(groups):
-        walks = g["walks_per_loop"] or 1
         for j, fl in enumerate(fls):
             m = g["cost"].get(fl)
             if not m:
                 continue
-            b = m["b"] / walks
-            bci = [c / walks for c in (m["b_ci"] or [m["b"]] * 2)]
+            # Per walk where the benchmark declares its walks per loop.
+            s = g["per_walk"].get(fl) or {"value": m["b"], "ci": m["b_ci"]}
+            b = s["value"]
+            bci = s["ci"] or [b, b]
             pos = y - 0.4 + step * (j + 0.5)
             ax.barh(pos, b, step * 0.9,
                     xerr=[[b - bci[0]], [bci[1] - b]], capsize=3,

@@ -16,6 +16,7 @@ import designs_report  # noqa: E402
 import opbench_io  # noqa: E402
 import report_core  # noqa: E402
 import opbench_stats as st  # noqa: E402
+from cross_checks import per_walk  # noqa: E402
 
 NS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
 # Instructions per operation per walk, and the walks of one loop.
@@ -44,23 +45,26 @@ def synthetic_analysis(tmp_path, with_loops=True):
          "irqs_off_max": 64, "header": {"kernel": {}}}
     for bench, walks in WALKS.items():
         g = {"bench": bench, "op_type": "null", "walks_per_loop": walks,
-             "cost": {}, "vs_reference": [], "vs_zero": {}, "cells": [],
-             "unsupported": []}
+             "cost": {}, "per_walk": {}, "vs_reference": [], "vs_zero": {},
+             "cells": [], "unsupported": []}
         for fl, slope in SLOPE.items():
             g["cost"][fl] = st.cost_model(cells(rng, 4000.0, slope, walks),
                                           key=(bench, fl))
+            # As opbench_data.analyse records it beside the model.
+            g["per_walk"][fl] = per_walk(g["cost"][fl], walks)
             g["vs_reference"].append({"flavour": fl, "nr_ops": 0,
                                       "diff": -5.0, "diff_ci": [-7, -3]})
         a["groups"].append(g)
     g = {"bench": "preempt+scattered", "op_type": "null",
-         "walks_per_loop": 1, "cost": {}, "vs_reference": [], "cells": [],
+         "walks_per_loop": 1, "cost": {}, "per_walk": {}, "vs_reference": [],
+         "cells": [],
          "unsupported": [], "vs_zero": {
              fl: [{"nr_ops": n, "diff": SLOPE[fl] * n,
                    "diff_ci": [SLOPE[fl] * n - 1, SLOPE[fl] * n + 1]}
                   for n in (1, 64, 2048)] for fl in SLOPE}}
     a["groups"].append(g)
     reg = {"bench": "register", "op_type": "null", "walks_per_loop": 0,
-           "cost": {}, "vs_reference": [], "vs_zero": {}, "cells": [],
+           "cost": {}, "per_walk": {}, "vs_reference": [], "vs_zero": {}, "cells": [],
            "unsupported": [[fl, 2048] for fl in SLOPE]}
     for fl in SLOPE:
         for n in (0, 1, 64, 1024):

@@ -349,9 +349,10 @@ def test_series_distinct_colour_and_marker(plotted):
 
 
 def test_crowded_case_is_crowded(plotted):
-    """The default-shaped run draws what make bench draws: eleven series
-    of overhead (ten under icount, migrate left out), the TCMalloc
-    figure, and the plots keep their names."""
+    """The default-shaped run draws what make bench draws: the headline
+    benchmarks' overhead (migrate left out under icount, the variants in
+    their own sections), the TCMalloc figure, and the plots keep their
+    names."""
     plan, accel, a, figs = plotted
     names = set(figs)
     assert {"overhead", "zero-ops", "per-op", "residuals"} <= names
@@ -366,8 +367,13 @@ def test_crowded_case_is_crowded(plotted):
                          "sweep-switch", "sweep-syscall"}
     if plan == "default":
         assert "tcmalloc-events" in names
-        assert figs["overhead"]["nseries"] == [10 if accel == "icount"
-                                               else 11]
+        # One series per headline benchmark and flavour with operations;
+        # migrate adds one where it is quoted (tcg).
+        drawn = [(g["bench"], fl) for g in a["groups"] if g["headline"]
+                 for fl in a["flavours"] if g["vs_zero"].get(fl)]
+        assert len(drawn) >= 4
+        assert figs["overhead"]["nseries"] == [len(drawn)]
+        assert any(b == "migrate" for b, _ in drawn) == (accel != "icount")
         assert figs["residuals"]["nseries"] == [8]
         assert "sweep-preempt+waker-ops" in names
     if plan == "walker":
@@ -394,3 +400,23 @@ def test_headline_plots_leave_out_what_is_not_quoted(plotted):
     # Shown (not quoted) elsewhere: its own sweep and the residuals.
     assert "sweep-migrate-cpu" in figs
     assert any("migrate" in s for s in figs["residuals"]["named"])
+
+
+def test_headline_plots_show_what_the_headline_table_quotes(plotted):
+    """One field decides both: the benchmarks in the headline plots are
+    those of the report's headline table (the analysis' mission rows),
+    the variants (+scattered, +waker-ops) left to their sections."""
+    plan, _, a, figs = plotted
+    quoted = {opbench_plots.label(g) for g in a["groups"]
+              if any(m["bench"] == g["bench"] and m["op_type"] == g["op_type"]
+                     and m["reg"] == g["reg"] for m in a["mission"])}
+    for name in HEADLINE:
+        shown = {opbench_plots.label(g) for g in a["groups"]
+                 if any(opbench_plots.label(g) in s
+                        for s in figs[name]["named"])}
+        assert shown <= quoted, (name, shown - quoted)
+    variants = [g for g in a["groups"] if "+" in g["bench"]]
+    if plan == "default":
+        assert variants
+    for g in variants:
+        assert not g["headline"]
