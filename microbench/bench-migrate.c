@@ -34,13 +34,10 @@ int bench_migrate(struct bench_ctx *ctx)
 		emit_unsupported(ctx, 0, "cannot move between --cpu and --cpu2");
 		return 0;
 	}
-	ret = thread_setup(ctx, &to);
-	if (ret)
-		return ret < 0;
-	if (iters_alloc(&it, ctx->loops)) {
-		ops_unregister(&to);
-		return 1;
-	}
+	/* Pinned to --cpu above, after a first move to --cpu2. */
+	ret = cell_begin(ctx, -1, &to, &it);
+	if (ret != CELL_READY)
+		return ret;
 	/* mm_cid slots are watched as the IDs are when the cell starts. */
 	watch_ops(&w, &to, ops_slot(&to, ctx->cpu2));
 	pin_self(ctx->cpu2);
@@ -48,22 +45,8 @@ int bench_migrate(struct bench_ctx *ctx)
 	pin_self(ctx->cpu);
 	it.full = watch_full(&w);
 
-	for (int s = -ctx->warmup; s < ctx->samples; s++) {
-		sample_start(ctx);
-		for (long i = 0; i < ctx->loops; i++) {
-			uint64_t t0;
-
-			watch_arm(&w);
-			t0 = tsc_now();
-			pin_self(ctx->cpu2);
-			pin_self(ctx->cpu);
-			it.dt[i & it.mask] = tsc_now() - t0;
-			it.bits[i & it.mask] = watch_read(&w);
-		}
-		if (s >= 0)
-			valid &= emit_sample(ctx, s, &it,
-					     "migration round trip (2 migrations)", 0);
-	}
+	TIMED_SAMPLES(ctx, &it, &w, valid, "migration round trip (2 migrations)",
+		      pin_self(ctx->cpu2); pin_self(ctx->cpu));
 	iters_free(&it);
 
 	ops_arm(&to);

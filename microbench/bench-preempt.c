@@ -327,11 +327,9 @@ int bench_preempt(struct bench_ctx *ctx)
 	int ret, st;
 
 	/* Both threads on one CPU: each wake-up of W preempts S. */
-	if (pin_or_complain(ctx, ctx->cpu))
-		return 1;
-	ret = thread_setup(ctx, &to);
-	if (ret)
-		return ret < 0;
+	ret = cell_begin(ctx, ctx->cpu, &to, NULL);
+	if (ret != CELL_READY)
+		return ret;
 	sp.seq = &wk.seq;
 	if (calibrate(&loop_ticks, &ticks_per_ns)) {
 		ops_unregister(&to);

@@ -59,11 +59,9 @@ int bench_register(struct bench_ctx *ctx)
 	int n = ctx->nr_ops, ret;
 	long seen;
 
-	if (pin_or_complain(ctx, ctx->cpu))
-		return 1;
-	ret = thread_setup(ctx, &to);
-	if (ret)
-		return ret < 0;
+	ret = cell_begin(ctx, ctx->cpu, &to, NULL);
+	if (ret != CELL_READY)
+		return ret;
 	/* A node of the cell's type, as reg.c makes them, writing timed_words */
 	memset(&timed, 0, sizeof(timed));
 	op_node_init(&timed, ctx->type, timed_words, &to.src);

@@ -27,35 +27,16 @@ int bench_signal(struct bench_ctx *ctx)
 	long seen;
 	int ret;
 
-	if (pin_or_complain(ctx, ctx->cpu))
-		return 1;
-	ret = thread_setup(ctx, &to);
-	if (ret)
-		return ret < 0;
-	if (iters_alloc(&it, ctx->loops)) {
-		ops_unregister(&to);
-		return 1;
-	}
+	ret = cell_begin(ctx, ctx->cpu, &to, &it);
+	if (ret != CELL_READY)
+		return ret;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = empty_handler;
 	sigaction(SIGUSR1, &sa, NULL);
 	watch_ops(&w, &to, ops_slot(&to, ctx->cpu));
 	it.full = watch_full(&w);
 
-	for (int s = -ctx->warmup; s < ctx->samples; s++) {
-		sample_start(ctx);
-		for (long i = 0; i < ctx->loops; i++) {
-			uint64_t t0;
-
-			watch_arm(&w);
-			t0 = tsc_now();
-			raise(SIGUSR1);
-			it.dt[i & it.mask] = tsc_now() - t0;
-			it.bits[i & it.mask] = watch_read(&w);
-		}
-		if (s >= 0)
-			valid &= emit_sample(ctx, s, &it, "raise+handler", 0);
-	}
+	TIMED_SAMPLES(ctx, &it, &w, valid, "raise+handler", raise(SIGUSR1));
 	iters_free(&it);
 
 	ops_arm(&to);

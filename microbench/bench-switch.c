@@ -81,15 +81,9 @@ int bench_switch(struct bench_ctx *ctx)
 	int ret, attempt, slot;
 
 	/* Both threads on one CPU, or the yields are not switches. */
-	if (pin_or_complain(ctx, ctx->cpu))
-		return 1;
-	ret = thread_setup(ctx, &to);
-	if (ret)
-		return ret < 0;
-	if (iters_alloc(&it, ctx->loops)) {
-		ops_unregister(&to);
-		return 1;
-	}
+	ret = cell_begin(ctx, ctx->cpu, &to, &it);
+	if (ret != CELL_READY)
+		return ret;
 	if (pthread_create(&th, NULL, partner_fn, &p)) {
 		iters_free(&it);
 		ops_unregister(&to);

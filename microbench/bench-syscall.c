@@ -39,33 +39,14 @@ int bench_syscall(struct bench_ctx *ctx)
 	long seen, sw;
 	int ret, attempt;
 
-	if (pin_or_complain(ctx, ctx->cpu))
-		return 1;
-	ret = thread_setup(ctx, &to);
-	if (ret)
-		return ret < 0;
-	if (iters_alloc(&it, ctx->loops)) {
-		ops_unregister(&to);
-		return 1;
-	}
+	ret = cell_begin(ctx, ctx->cpu, &to, &it);
+	if (ret != CELL_READY)
+		return ret;
 	watch_ops(&w, &to, ops_slot(&to, ctx->cpu));
 	it.full = watch_full(&w);
 
-	for (int s = -ctx->warmup; s < ctx->samples; s++) {
-		sample_start(ctx);
-		for (long i = 0; i < ctx->loops; i++) {
-			uint64_t t0;
-
-			watch_arm(&w);
-			t0 = tsc_now();
-			syscall(__NR_getppid);
-			pad_insns(ctx->pad);
-			it.dt[i & it.mask] = tsc_now() - t0;
-			it.bits[i & it.mask] = watch_read(&w);
-		}
-		if (s >= 0)
-			valid &= emit_sample(ctx, s, &it, ctx->pad ? "getppid+pad" : "getppid", 0);
-	}
+	TIMED_SAMPLES(ctx, &it, &w, valid, ctx->pad ? "getppid+pad" : "getppid",
+		      syscall(__NR_getppid); pad_insns(ctx->pad));
 	iters_free(&it);
 
 	for (attempt = 0; attempt < 20; attempt++) {

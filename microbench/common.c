@@ -61,6 +61,44 @@ long parse_num(const char *opt, const char *s, long min)
 	return v;
 }
 
+int run_opt(int opt, const char *arg, struct run_opts *o,
+	    void (*usage)(FILE *f))
+{
+	switch (opt) {
+	case 'l':
+		o->loops = parse_num("--loops", arg, 1);
+		break;
+	case 's':
+		o->samples = parse_num("--samples", arg, 1);
+		break;
+	case 'w':
+		o->warmup = parse_num("--warmup", arg, 0);
+		break;
+	case 'c':
+		o->cpu = parse_num("--cpu", arg, 0);
+		break;
+	case 'C':
+		o->cpu2 = parse_num("--cpu2", arg, 0);
+		break;
+	case 'f':
+		ob_flavour = arg;
+		break;
+	case 'q':
+		ob_quiet = true;
+		break;
+	case 'P':
+		o->period_us = parse_num("--period-us", arg, 10);
+		break;
+	case 'h':
+		usage(stdout);
+		return 0;
+	default:
+		usage(stderr);
+		return 2;
+	}
+	return RUN_OPT_TAKEN;
+}
+
 int pin_self(int cpu)
 {
 	cpu_set_t set;

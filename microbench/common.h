@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "reg.h"
@@ -42,6 +43,36 @@ extern const char *ob_kernel;
 void ob_identify(void);
 void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 long parse_num(const char *opt, const char *s, long min);
+
+/* The options opbench and tcmodel share: how much is timed, where, as what. */
+struct run_opts {
+	long loops;		/* -l: timed iterations per sample */
+	int samples;		/* -s */
+	int warmup;		/* -w: untimed samples first */
+	int cpu, cpu2;		/* -c, -C: -1 until default_cpus() */
+	int period_us;		/* --period-us: the preempt waker's period */
+};
+#define RUN_OPTS_SHORT	"l:s:w:c:C:f:qh"
+#define RUN_OPTS_LONG							\
+	{ "loops", required_argument, NULL, 'l' },			\
+	{ "samples", required_argument, NULL, 's' },			\
+	{ "warmup", required_argument, NULL, 'w' },			\
+	{ "cpu", required_argument, NULL, 'c' },			\
+	{ "cpu2", required_argument, NULL, 'C' },			\
+	{ "flavour", required_argument, NULL, 'f' },			\
+	{ "quiet", no_argument, NULL, 'q' },				\
+	{ "period-us", required_argument, NULL, 'P' },			\
+	{ "help", no_argument, NULL, 'h' }
+/*
+ * The getopt_long() result @opt that the program did not take itself:
+ * one of RUN_OPTS_LONG's options into @o (or ob_flavour, ob_quiet), and
+ * RUN_OPT_TAKEN; else what main() returns: 0 after -h (@usage to
+ * stdout), 2 after anything unknown (@usage to stderr). A bad number
+ * exits 2 (parse_num()).
+ */
+#define RUN_OPT_TAKEN	-1
+int run_opt(int opt, const char *arg, struct run_opts *o,
+	    void (*usage)(FILE *f));
 int pin_self(int cpu);
 /* pin_self(), saying "<prog>: @who: cannot pin to CPU ..." when it fails. */
 int pin_or_say(const char *who, int cpu);

@@ -294,6 +294,30 @@ int thread_setup(struct bench_ctx *ctx, struct thread_ops *to)
 	return 1;
 }
 
+/*
+ * What every cell does before it is timed: pin this thread to @cpu (none
+ * when @cpu < 0), register the cell's operations, allocate @it (none when
+ * NULL). Returns CELL_READY, or what the benchmark returns: 0 when an
+ * "unsupported" record says why the cell is missing, 1 on error, with
+ * nothing left registered.
+ */
+int cell_begin(struct bench_ctx *ctx, int cpu, struct thread_ops *to,
+	       struct iters *it)
+{
+	int ret;
+
+	if (cpu >= 0 && pin_or_complain(ctx, cpu))
+		return 1;
+	ret = thread_setup(ctx, to);
+	if (ret)
+		return ret < 0;
+	if (it && iters_alloc(it, ctx->loops)) {
+		ops_unregister(to);
+		return 1;
+	}
+	return CELL_READY;
+}
+
 static const struct bench *find_bench(const char *name)
 {
 	for (int i = 0; i < NR_BENCHES; i++)
@@ -386,31 +410,25 @@ int main(int argc, char **argv)
 		{ "sweep", no_argument, NULL, 'S' },
 		{ "type", required_argument, NULL, 't' },
 		{ "reg", required_argument, NULL, 'r' },
-		{ "loops", required_argument, NULL, 'l' },
-		{ "samples", required_argument, NULL, 's' },
-		{ "warmup", required_argument, NULL, 'w' },
-		{ "cpu", required_argument, NULL, 'c' },
-		{ "cpu2", required_argument, NULL, 'C' },
-		{ "flavour", required_argument, NULL, 'f' },
-		{ "quiet", no_argument, NULL, 'q' },
+		RUN_OPTS_LONG,
 		{ "no-ops", no_argument, NULL, 'N' },
-		{ "period-us", required_argument, NULL, 'P' },
 		{ "waker-ops", no_argument, NULL, 'W' },
 		{ "pad", required_argument, NULL, 'p' },
 		{ "seed", required_argument, NULL, 'R' },
 		{ "layout", required_argument, NULL, 'Y' },
 		{ "mark", no_argument, NULL, 'M' },
-		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
-	struct bench_ctx base = {
-		.reg = REG_OWN, .type = OP_NR, .loops = 10000, .samples = 20,
-		.warmup = 2, .cpu = -1, .cpu2 = -1, .period_us = 331,
+	struct run_opts ro = {
+		.loops = 10000, .samples = 20, .warmup = 2, .cpu = -1, .cpu2 = -1,
+		.period_us = 331,
 	};
+	struct bench_ctx base = { .reg = REG_OWN, .type = OP_NR };
 	int ops[OPS_LIST_MAX] = { 0, 1, OB_RSEQ_OP_LIST_LIMIT }, nops = 3;
 	int opt, ret = 0;
 
-	while ((opt = getopt_long(argc, argv, "n:t:r:l:s:w:c:C:f:qh", lopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:t:r:" RUN_OPTS_SHORT, lopts,
+				  NULL)) != -1) {
 		switch (opt) {
 		case 'L':
 			for (int i = 0; i < NR_BENCHES; i++)
@@ -444,32 +462,8 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'l':
-			base.loops = parse_num("--loops", optarg, 1);
-			break;
-		case 's':
-			base.samples = parse_num("--samples", optarg, 1);
-			break;
-		case 'w':
-			base.warmup = parse_num("--warmup", optarg, 0);
-			break;
-		case 'c':
-			base.cpu = parse_num("--cpu", optarg, 0);
-			break;
-		case 'C':
-			base.cpu2 = parse_num("--cpu2", optarg, 0);
-			break;
-		case 'f':
-			ob_flavour = optarg;
-			break;
-		case 'q':
-			ob_quiet = true;
-			break;
 		case 'N':
 			base.no_ops = true;
-			break;
-		case 'P':
-			base.period_us = parse_num("--period-us", optarg, 10);
 			break;
 		case 'W':
 			base.waker_ops = true;
@@ -494,14 +488,18 @@ int main(int argc, char **argv)
 		case 'M':
 			base.mark = true;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			opt = run_opt(opt, optarg, &ro, usage);
+			if (opt != RUN_OPT_TAKEN)
+				return opt;
 		}
 	}
+	base.loops = ro.loops;
+	base.samples = ro.samples;
+	base.warmup = ro.warmup;
+	base.cpu = ro.cpu;
+	base.cpu2 = ro.cpu2;
+	base.period_us = ro.period_us;
 	if (base.mark && base.warmup) {
 		fprintf(stderr, "opbench: --mark needs --warmup 0: every marked window is a timed sample\n");
 		return 2;

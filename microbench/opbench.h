@@ -102,7 +102,33 @@ int iters_alloc(struct iters *it, long n);
 void iters_free(struct iters *it);
 int pin_or_complain(const struct bench_ctx *ctx, int cpu);
 int thread_setup(struct bench_ctx *ctx, struct thread_ops *to);
+/* cell_begin(): the cell may be timed; any other value is the bench's. */
+#define CELL_READY	-1
+int cell_begin(struct bench_ctx *ctx, int cpu, struct thread_ops *to,
+	       struct iters *it);
 long nr_switches(void);
+
+/*
+ * The timed samples of a cell: @body once per iteration between two TSC
+ * reads, the watched words of @w read after it, warm-up samples dropped;
+ * @valid is and-ed with each emitted sample's verdict. A macro, so that
+ * the body is compiled in place: nothing but the body is timed.
+ */
+#define TIMED_SAMPLES(ctx, it, w, valid, unit_of_loop, body)		\
+	for (int s_ = -(ctx)->warmup; s_ < (ctx)->samples; s_++) {	\
+		sample_start(ctx);					\
+		for (long i_ = 0; i_ < (ctx)->loops; i_++) {		\
+			uint64_t t0_;					\
+									\
+			watch_arm(w);					\
+			t0_ = tsc_now();				\
+			body;						\
+			(it)->dt[i_ & (it)->mask] = tsc_now() - t0_;	\
+			(it)->bits[i_ & (it)->mask] = watch_read(w);	\
+		}							\
+		if (s_ >= 0)						\
+			(valid) &= emit_sample(ctx, s_, it, unit_of_loop, 0); \
+	}
 
 /* One function per benchmark, each in its own file. */
 int bench_syscall(struct bench_ctx *ctx);

@@ -145,9 +145,11 @@ struct model {
 static struct model m;
 static enum mode mode = M_LEGACY;
 static bool no_ops;
-static int cpu_a = -1, cpu_b = -1;
-static long loops = 1000, preempt_loops = 150;
-static int samples = 6, warmup = 1, period_us = 331;
+static struct run_opts ro = {
+	.loops = 1000, .samples = 6, .warmup = 1, .cpu = -1, .cpu2 = -1,
+	.period_us = 331,
+};
+static long preempt_loops = 150;
 static void *items[CLASS_END];
 
 /* Results of a critical section that did not complete its operation. */
@@ -369,9 +371,9 @@ static void head(const char *kind, enum what w)
 {
 	const struct rec_head h = {
 		.bench = "tcmodel", .nr_ops = mode == M_OPS, .type = OP_NULL,
-		.reg = mode == M_OPS ? REG_GLIBC : REG_LEGACY, .cpu = cpu_a,
+		.reg = mode == M_OPS ? REG_GLIBC : REG_LEGACY, .cpu = ro.cpu,
 		.layout = LAYOUT_PACKED, .waker_ops = false,
-		.period_us = period_us, .warmup = warmup, .no_ops = no_ops,
+		.period_us = ro.period_us, .warmup = ro.warmup, .no_ops = no_ops,
 	};
 
 	emit_rec_head(&h, kind);
@@ -438,6 +440,21 @@ static void helper_register(void)
 	/* In ops mode glibc registered this thread (v2) already. */
 	if (mode == M_LEGACY && (err = rseq_register_thread(REG_LEGACY, &area)))
 		progress("waker: legacy registration refused: %s", strerror(-err));
+}
+
+/*
+ * A helper thread's start: registered (helper_register()) and pinned to
+ * @cpu. Returns 0, or the errno after storing @failed into *@state.
+ */
+static int helper_start(int cpu, int *state, int failed)
+{
+	int err;
+
+	helper_register();
+	err = -pin_self(cpu);
+	if (err)
+		__atomic_store_n(state, failed, __ATOMIC_RELEASE);
+	return err;
 }
 
 /* The per-sample counters, and the gate over them. */
@@ -515,20 +532,20 @@ static bool emit(enum what w, int sample, uint64_t *dt, long n, long iters,
 /* The single-thread cells: one event (or none) and one pair per iteration. */
 static bool run_loop(enum what w)
 {
-	uint64_t *dt = calloc(loops, sizeof(*dt));
+	uint64_t *dt = calloc(ro.loops, sizeof(*dt));
 	bool valid = true;
-	int cpus[2] = { cpu_a, cpu_b }, at = 0;
+	int cpus[2] = { ro.cpu, ro.cpu2 }, at = 0;
 	long failed = 0;
 
 	if (!dt) {
 		fprintf(stderr, "tcmodel: out of memory\n");
 		exit(1);
 	}
-	for (int s = -warmup; s < samples; s++) {
+	for (int s = -ro.warmup; s < ro.samples; s++) {
 		struct counts c;
 
 		counts_start(&c);
-		for (long i = 0; i < loops; i++) {
+		for (long i = 0; i < ro.loops; i++) {
 			uint64_t t0 = tsc_now();
 
 			switch (w) {
@@ -574,16 +591,16 @@ static bool run_loop(enum what w)
 		counts_end(&c);
 		if (failed) {
 			fprintf(stderr, "tcmodel: %s: %ld of %ld events failed (%s)\n",
-				whats[w].name, failed, loops,
+				whats[w].name, failed, ro.loops,
 				w == W_FENCE ? "membarrier" : "sched_setaffinity");
 			valid = false;
 			break;
 		}
 		if (s >= 0)
-			valid &= emit(w, s, dt, loops, loops, &c);
+			valid &= emit(w, s, dt, ro.loops, ro.loops, &c);
 	}
 	if (at)
-		pin_self(cpu_a);
+		pin_self(ro.cpu);
 	free(dt);
 	return valid;
 }
@@ -608,12 +625,9 @@ static void *waker_fn(void *arg)
 {
 	struct waker *wk = arg;
 
-	helper_register();
-	wk->err = -pin_self(cpu_a);
-	if (wk->err) {
-		__atomic_store_n(&wk->state, WAKER_FAILED, __ATOMIC_RELEASE);
+	wk->err = helper_start(ro.cpu, &wk->state, WAKER_FAILED);
+	if (wk->err)
 		return NULL;
-	}
 	wk->err = waker_fifo();
 	if (wk->err) {
 		__atomic_store_n(&wk->state, WAKER_NO_FIFO, __ATOMIC_RELEASE);
@@ -640,7 +654,7 @@ static void *waker_fn(void *arg)
 static bool run_preempt(void)
 {
 	uint64_t *dt = calloc(preempt_loops, sizeof(*dt));
-	struct waker wk = { .period_us = period_us };
+	struct waker wk = { .period_us = ro.period_us };
 	pthread_t th;
 	bool valid = true;
 	int st;
@@ -660,8 +674,8 @@ static bool run_preempt(void)
 		free(dt);
 		return true;
 	}
-	for (int s = -warmup; s < samples; s++) {
-		double limit = now_ns() + 20.0 * preempt_loops * period_us * 1000;
+	for (int s = -ro.warmup; s < ro.samples; s++) {
+		double limit = now_ns() + 20.0 * preempt_loops * ro.period_us * 1000;
 		struct counts c;
 		long n = 0, iters = 0;
 
@@ -741,26 +755,23 @@ static void *drainer_fn(void *arg)
 {
 	struct drainer *d = arg;
 
-	helper_register();
-	d->err = -pin_self(cpu_b);
-	if (d->err) {
-		__atomic_store_n(&d->finished, 1, __ATOMIC_RELEASE);
+	d->err = helper_start(ro.cpu2, &d->finished, 1);
+	if (d->err)
 		return NULL;
-	}
 	wait_pairs(2);
 	for (long i = 0; i < d->events; i++) {
-		m.stopped[cpu_a] = 1;
+		m.stopped[ro.cpu] = 1;
 		event_start();
 		if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ,
-			       MEMBARRIER_CMD_FLAG_CPU, cpu_a)) {
+			       MEMBARRIER_CMD_FLAG_CPU, ro.cpu)) {
 			d->err = errno;
-			m.stopped[cpu_a] = 0;
+			m.stopped[ro.cpu] = 0;
 			break;
 		}
 		event_done();
 		/* The worker runs on, on the slow path while its CPU is stopped. */
 		wait_pairs(2);
-		m.stopped[cpu_a] = 0;
+		m.stopped[ro.cpu] = 0;
 		wait_pairs(2);
 	}
 	__atomic_store_n(&d->finished, 1, __ATOMIC_RELEASE);
@@ -771,8 +782,8 @@ static bool run_remote(void)
 {
 	bool valid = true;
 
-	for (int s = -warmup; s < samples; s++) {
-		struct drainer d = { .events = loops / 10 > 0 ? loops / 10 : 1 };
+	for (int s = -ro.warmup; s < ro.samples; s++) {
+		struct drainer d = { .events = ro.loops / 10 > 0 ? ro.loops / 10 : 1 };
 		struct counts c;
 		pthread_t th;
 		int ret;
@@ -837,15 +848,15 @@ static int run_what(enum what w)
 		return 0;
 	}
 
-	if ((w == W_MIGRATE || w == W_REMOTE) && cpu_a == cpu_b) {
+	if ((w == W_MIGRATE || w == W_REMOTE) && ro.cpu == ro.cpu2) {
 		unsupported(w, -EINVAL, "one CPU only: needs two");
 		return 0;
 	}
 	progress("%s, %s mode%s: %d x %ld", whats[w].name, mode_name(),
-	    no_ops ? " (--no-ops)" : "", samples,
-	    w == W_PREEMPT ? preempt_loops : loops);
+	    no_ops ? " (--no-ops)" : "", ro.samples,
+	    w == W_PREEMPT ? preempt_loops : ro.loops);
 	if (!tcm_cache()) {
-		fprintf(stderr, "tcmodel: CPU %d stopped at start\n", cpu_a);
+		fprintf(stderr, "tcmodel: CPU %d stopped at start\n", ro.cpu);
 		return 1;
 	}
 	switch (w) {
@@ -905,18 +916,10 @@ int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{ "mode", required_argument, NULL, 'm' },
-		{ "loops", required_argument, NULL, 'l' },
+		RUN_OPTS_LONG,
 		{ "preempt-loops", required_argument, NULL, 'p' },
-		{ "samples", required_argument, NULL, 's' },
-		{ "warmup", required_argument, NULL, 'w' },
-		{ "cpu", required_argument, NULL, 'c' },
-		{ "cpu2", required_argument, NULL, 'C' },
-		{ "flavour", required_argument, NULL, 'f' },
-		{ "period-us", required_argument, NULL, 'P' },
 		{ "no-ops", no_argument, NULL, 'N' },
 		{ "list", no_argument, NULL, 'L' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
 	bool want[W_NR] = { }, have_mode = false;
@@ -925,7 +928,8 @@ int main(int argc, char **argv)
 	int opt, ret = 0;
 
 	ob_prog = "tcmodel";
-	while ((opt = getopt_long(argc, argv, "m:l:p:s:w:c:C:f:qh", lopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "m:p:" RUN_OPTS_SHORT, lopts,
+				  NULL)) != -1) {
 		switch (opt) {
 		case 'm':
 			if (!strcmp(optarg, "legacy")) {
@@ -938,29 +942,8 @@ int main(int argc, char **argv)
 			}
 			have_mode = true;
 			break;
-		case 'l':
-			loops = parse_num("--loops", optarg, 1);
-			break;
 		case 'p':
 			preempt_loops = parse_num("--preempt-loops", optarg, 1);
-			break;
-		case 's':
-			samples = parse_num("--samples", optarg, 1);
-			break;
-		case 'w':
-			warmup = parse_num("--warmup", optarg, 0);
-			break;
-		case 'c':
-			cpu_a = parse_num("--cpu", optarg, 0);
-			break;
-		case 'C':
-			cpu_b = parse_num("--cpu2", optarg, 0);
-			break;
-		case 'f':
-			ob_flavour = optarg;
-			break;
-		case 'P':
-			period_us = parse_num("--period-us", optarg, 10);
 			break;
 		case 'N':
 			no_ops = true;
@@ -969,15 +952,10 @@ int main(int argc, char **argv)
 			for (int i = 0; i < W_NR; i++)
 				printf("%-9s %s\n", whats[i].name, whats[i].summary);
 			return 0;
-		case 'q':
-			ob_quiet = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			opt = run_opt(opt, optarg, &ro, usage);
+			if (opt != RUN_OPT_TAKEN)
+				return opt;
 		}
 	}
 	if (optind != argc - 1) {
@@ -997,13 +975,13 @@ int main(int argc, char **argv)
 	if (!list || parse_whats(list, want))
 		return 2;
 	free(list);
-	if (cpu_a >= OB_CPUS || cpu_b >= OB_CPUS) {
+	if (ro.cpu >= OB_CPUS || ro.cpu2 >= OB_CPUS) {
 		fprintf(stderr, "tcmodel: CPUs above %d are not modelled\n", OB_CPUS - 1);
 		return 2;
 	}
 	ob_identify();
-	default_cpus(&cpu_a, &cpu_b, OB_CPUS);
-	if (cpu_a < 0 || cpu_b < 0) {
+	default_cpus(&ro.cpu, &ro.cpu2, OB_CPUS);
+	if (ro.cpu < 0 || ro.cpu2 < 0) {
 		fprintf(stderr, "tcmodel: no usable CPU\n");
 		return 2;
 	}
@@ -1013,8 +991,8 @@ int main(int argc, char **argv)
 	 */
 	if (mode == M_LEGACY)
 		reexec_without_glibc_rseq(argv, "tcmodel", !ob_quiet);
-	if (pin_self(cpu_a)) {
-		fprintf(stderr, "tcmodel: cannot pin to CPU %d: %s (see --cpu)\n", cpu_a,
+	if (pin_self(ro.cpu)) {
+		fprintf(stderr, "tcmodel: cannot pin to CPU %d: %s (see --cpu)\n", ro.cpu,
 			strerror(errno));
 		return 2;
 	}
