@@ -9,6 +9,12 @@ file), enforces a timeout and turns kernel splats into a failure.
     opbench-vm --kernel bzImage --image rootfs.ext4 --share DIR \
         --accel auto -- uname -r
 
+Under KVM (kvm_status() says why it is or is not usable, and the fix) each
+vCPU thread is pinned to its own physical core, SMT siblings and CPU 0's
+core left to the host (vcpu_pinning(); --pin chooses instead), and the guest
+gets the host's invariant TSC as its clock (KVM_CPU, CLOCK_ARGS); vm.json
+records the pinning, the reason for it and the clock options.
+
 Exit status: the guest command's own, or
     124  guest timed out (console tail printed)
     125  kernel panic, oops, BUG, WARNING or similar seen on the console
@@ -24,6 +30,7 @@ import shlex
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -34,6 +41,21 @@ EXIT_SPLAT = 125
 EXIT_NOBOOT = 126
 
 ICOUNT_OPTS = "shift=0,align=off,sleep=off"
+
+# The guest's CPU under KVM. -arch-capabilities: QEMU 7.2 with -cpu host
+# aborts on some hosts with "failed to set MSR 0x10a". +invtsc: CPUID
+# 80000007H:EDX bit 8, the invariant TSC, which -cpu host leaves out
+# because it blocks migration; QEMU 7.2 takes it all the same (it only
+# refuses a later migrate or savevm, "State blocked by non-migratable CPU
+# device (invtsc flag)", and refuses to start only under --only-migratable,
+# which is not given) and passes it on when the host has it. The guest
+# kernel then trusts the TSC and ranks kvm-clock below it.
+KVM_CPU = "host,-arch-capabilities,+invtsc"
+
+# The guest's clock, on every accelerator's kernel command line: the TSC,
+# without the clocksource watchdog that could declare it unstable and
+# switch clocks in the middle of a run.
+CLOCK_ARGS = ["tsc=reliable", "clocksource=tsc"]
 
 # Console lines that mean the kernel is unwell, whatever the command
 # returned: the project's one kernel-problem pattern. Benchmark, selftest,
@@ -59,16 +81,142 @@ class LaunchError(Exception):
 # ---------------------------------------------------------------------------
 # Accelerator choice
 
-def kvm_status(dev="/dev/kvm", sysmod="/sys/module"):
-    """Return (usable, reason) for KVM on this host, without booting."""
+def cpu_flags(cpuinfo="/proc/cpuinfo"):
+    """The CPU flags /proc/cpuinfo lists (its first 'flags' line, not the
+    'vmx flags' one), as a set; None when the file cannot be read."""
+    try:
+        with open(cpuinfo, errors="replace") as f:
+            for line in f:
+                key, sep, value = line.partition(":")
+                if sep and key.strip() == "flags":
+                    return set(value.split())
+    except OSError:
+        return None
+    return set()
+
+
+def dev_access_problem(path, st, euid, gids, names=None):
+    """Why user euid (groups gids) cannot open path read-write, judged
+    from its stat result st by the mode bits as the kernel judges them
+    (root passes; the owner's bits, else the group's, else the others');
+    None when it can. A pure function: tests give it any identity, where
+    os.access would answer for the user running them (root: always yes).
+    names: {"user", "owner", "group", "members"}, looked up when None."""
+    if euid == 0:
+        return None
+    mode = st.st_mode
+    if euid == st.st_uid:
+        need = stat.S_IRUSR | stat.S_IWUSR
+    elif st.st_gid in gids:
+        need = stat.S_IRGRP | stat.S_IWGRP
+    else:
+        need = stat.S_IROTH | stat.S_IWOTH
+    if mode & need == need:
+        return None
+    n = names if names is not None else id_names(st, euid)
+    what = ("%s (mode %04o, owner %s, group %s) is not readable and "
+            "writable by user %s" % (path, stat.S_IMODE(mode), n["owner"],
+                                     n["group"], n["user"]))
+    group_rw = stat.S_IRGRP | stat.S_IWGRP
+    if euid != st.st_uid and st.st_gid not in gids and \
+            mode & group_rw == group_rw:
+        if n["user"] in n["members"]:
+            return ("%s: %s is in group %s, but this login session is not "
+                    "yet; log in again (or run `newgrp %s`)"
+                    % (what, n["user"], n["group"], n["group"]))
+        return ("%s: add the user to group %s (`sudo usermod -aG %s %s`) "
+                "and log in again" % (what, n["group"], n["group"],
+                                      n["user"]))
+    return ("%s: give the device to group kvm with mode 0660 (a udev "
+            "rule: KERNEL==\"kvm\", GROUP=\"kvm\", MODE=\"0660\"), then "
+            "add the user to group kvm (`sudo usermod -aG kvm %s`)"
+            % (what, n["user"]))
+
+
+def id_names(st, euid):
+    """Names for dev_access_problem's message: the user, the file's owner
+    and group, and the group's listed members (numbers when unknown)."""
+    import grp
+    import pwd
+
+    def user(uid):
+        try:
+            return pwd.getpwuid(uid).pw_name
+        except KeyError:
+            return str(uid)
+    try:
+        g = grp.getgrgid(st.st_gid)
+        group, members = g.gr_name, list(g.gr_mem)
+    except KeyError:
+        group, members = str(st.st_gid), []
+    return {"user": user(euid), "owner": user(st.st_uid), "group": group,
+            "members": members}
+
+
+def has_acl(path):
+    """True when path carries a POSIX access ACL (logind's uaccess puts
+    one on /dev/kvm): then the mode bits do not tell who may open it."""
+    try:
+        os.getxattr(path, "system.posix_acl_access")
+        return True
+    except (OSError, AttributeError):
+        return False
+
+
+def kvm_status(dev="/dev/kvm", sysmod="/sys/module",
+               cpuinfo="/proc/cpuinfo", ids=None):
+    """Return (usable, reason) for KVM on this host, without booting.
+
+    The reason names the cause and the fix. Causes, in the order they are
+    checked: a kvm_pvm host; a CPU whose flags (cpuinfo) have neither vmx
+    nor svm; the kvm module without kvm_intel or kvm_amd (sysmod); no
+    /dev/kvm (dev); /dev/kvm not readable and writable by this user
+    (ids: (euid, groups), this process's by default), judged by
+    dev_access_problem() from its mode bits, or by os.access() when it
+    carries an ACL.
+    """
     if os.path.isdir(os.path.join(sysmod, "kvm_pvm")):
         return (False, "/dev/kvm is served by kvm_pvm, a nested PVM "
                 "hypervisor that cannot boot an ordinary guest kernel")
+    flags = cpu_flags(cpuinfo)
+    if flags is not None and not flags & {"vmx", "svm"}:
+        return (False, "the CPU exposes no hardware virtualisation (no vmx "
+                "or svm flag in %s): enable VT-x/AMD-V in the firmware, "
+                "or, on a virtual machine, nested virtualisation in the "
+                "hypervisor above" % cpuinfo)
+    vendor = [m for m in ("kvm_intel", "kvm_amd")
+              if os.path.isdir(os.path.join(sysmod, m))]
+    want = ("kvm_amd" if flags and "svm" in flags and "vmx" not in flags
+            else "kvm_intel" if flags and "vmx" in flags
+            else "kvm_intel or kvm_amd")
+    if os.path.isdir(os.path.join(sysmod, "kvm")) and not vendor:
+        return (False, "the kvm module is loaded but neither kvm_intel nor "
+                "kvm_amd is: run `sudo modprobe %s`; if it refuses, dmesg "
+                "says why (often virtualisation disabled in the firmware)"
+                % want)
     if not os.path.exists(dev):
-        return (False, "/dev/kvm does not exist")
-    if not os.access(dev, os.R_OK | os.W_OK):
-        return (False, "/dev/kvm is not accessible to this user")
-    return (True, "/dev/kvm is usable")
+        if vendor:
+            return (False, "%s does not exist although %s is loaded: in a "
+                    "container, pass the device in (docker run --device "
+                    "/dev/kvm)" % (dev, vendor[0]))
+        return (False, "%s does not exist: load KVM (`sudo modprobe %s`)"
+                % (dev, want))
+    euid, gids = ids if ids is not None else (
+        os.geteuid(), set(os.getgroups()) | {os.getegid()})
+    problem = dev_access_problem(dev, os.stat(dev), euid, gids)
+    if ids is None and has_acl(dev):
+        # The ACL decides, and only the kernel reads it whole.
+        if os.access(dev, os.R_OK | os.W_OK):
+            problem = None
+        elif problem is None:
+            problem = ("%s carries an ACL that does not let this user read "
+                       "and write it (see `getfacl %s`): add the user to "
+                       "group kvm (`sudo usermod -aG kvm USER`) and log in "
+                       "again" % (dev, dev))
+    if problem:
+        return (False, problem)
+    return (True, "%s is usable%s" % (dev, " (%s)" % vendor[0] if vendor
+                                      else ""))
 
 
 def choose_accel(requested, status=None):
@@ -96,9 +244,7 @@ def choose_accel(requested, status=None):
 
 def accel_args(accel):
     if accel == "kvm":
-        # -arch-capabilities: QEMU 7.2 with -cpu host aborts on some hosts
-        # with "failed to set MSR 0x10a".
-        return ["-accel", "kvm", "-cpu", "host,-arch-capabilities"]
+        return ["-accel", "kvm", "-cpu", KVM_CPU]
     if accel == "tcg":
         return ["-accel", "tcg,thread=multi", "-cpu", "max"]
     if accel == "icount":
@@ -116,6 +262,44 @@ def accel_record(accel):
     return {"accel": accel, "accel_args": args,
             "cpu": args[args.index("-cpu") + 1],
             "icount": ICOUNT_OPTS if "-icount" in args else None}
+
+
+def clock_record(accel, cpuinfo="/proc/cpuinfo"):
+    """How the guest keeps time, as vm.json declares it: the TSC options
+    given (CPU flags, kernel arguments), whether the host's TSC is
+    invariant (constant_tsc and nonstop_tsc in its cpuinfo; None when not
+    read), and a warning when a KVM guest cannot get an invariant TSC."""
+    rec = {"kernel_args": list(CLOCK_ARGS), "cpu_flags": [],
+           "host_invariant_tsc": None, "warning": None}
+    if accel != "kvm":
+        rec["why"] = ("TCG: the guest's TSC is QEMU's emulated counter%s"
+                      % (" (icount: instructions executed)"
+                         if accel == "icount" else ""))
+        return rec
+    flags = cpu_flags(cpuinfo)
+    rec["cpu_flags"] = ["+invtsc"]
+    if flags is not None:
+        rec["host_invariant_tsc"] = {"constant_tsc",
+                                     "nonstop_tsc"} <= flags
+    rec["why"] = ("KVM: +invtsc gives the guest the host's invariant TSC "
+                  "and %s makes it the guest's clock" % " ".join(CLOCK_ARGS))
+    if rec["host_invariant_tsc"] is False:
+        rec["warning"] = ("the host's TSC is not invariant (constant_tsc "
+                          "and nonstop_tsc not both in %s): QEMU drops "
+                          "+invtsc and the guest's times may drift with "
+                          "the host's frequency and power states; run on a "
+                          "host whose TSC is invariant" % cpuinfo)
+    return rec
+
+
+def launch_record(accel, pinning, clock=None):
+    """What vm.json says about how the guest ran: accel_record(), the
+    vCPU pinning ("pin": host CPU per vCPU or None, as before; "pinning":
+    choose_pinning()'s whole answer, with why) and the clock options
+    (clock_record())."""
+    return {**accel_record(accel), "pin": pinning["cpus"],
+            "pinning": pinning,
+            "clock": clock if clock is not None else clock_record(accel)}
 
 
 def machine_args(smp, mem):
@@ -151,9 +335,9 @@ def kernel_cmdline(script, extra=""):
     # acpi=noirq and no i8042 probing: ACPI interrupt-link setup and the
     # PS/2 probe cost about 1 s of a TCG boot; the guest uses neither.
     parts = ["console=ttyS0", "root=/dev/vda", "rootfstype=ext4", "rw",
-             "init=/sbin/opbench-init", "panic=-1", "loglevel=5",
-             "tsc=reliable", "clocksource=tsc", "acpi=noirq", "i8042.noaux",
-             "i8042.nokbd", "opbench.cmd=%s" % script]
+             "init=/sbin/opbench-init", "panic=-1", "loglevel=5"]
+    parts += CLOCK_ARGS + ["acpi=noirq", "i8042.noaux", "i8042.nokbd",
+                           "opbench.cmd=%s" % script]
     if extra:
         parts.append(extra)
     return " ".join(parts)
@@ -190,6 +374,157 @@ def parse_pin(spec, smp):
             raise LaunchError("--pin: host CPU %d does not exist (0-%d)"
                               % (c, ncpu - 1))
     return cpus
+
+
+def parse_cpulist(text):
+    """A kernel CPU list ('0-3,8,10-11', '' for none) as a set."""
+    cpus = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def format_cpulist(cpus):
+    """The inverse of parse_cpulist: {0, 1, 2, 5} -> '0-2,5'."""
+    out = []
+    for c in sorted(cpus):
+        if out and out[-1][1] == c - 1:
+            out[-1][1] = c
+        else:
+            out.append([c, c])
+    return ",".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in out)
+
+
+def read_cpulist(path):
+    """The CPU list in a sysfs file, or None when there is no such file."""
+    try:
+        with open(path) as f:
+            return parse_cpulist(f.read())
+    except OSError:
+        return None
+
+
+def vcpu_pinning(smp, sysfs="/sys", allowed=None):
+    """Choose one host CPU per vCPU, each on its own physical core.
+
+    Reads, under the sysfs root, devices/system/cpu/online, isolated and
+    each cpuN/topology/core_cpus_list (thread_siblings_list on kernels
+    before 5.7): a core is a set of SMT siblings. allowed: the CPUs this
+    process may run on (its affinity by default). Prefers isolated cores
+    when there are enough of them, and cores without CPU 0, where the
+    host's housekeeping runs, when there are enough without it; takes the
+    lowest CPUs otherwise. Returns {"cpus": host CPU per vCPU, "cores":
+    each one's core, "why": the choice in words}; raises LaunchError when
+    there are fewer usable physical cores than vCPUs.
+    """
+    base = os.path.join(sysfs, "devices", "system", "cpu")
+    online = read_cpulist(os.path.join(base, "online"))
+    if online is None:
+        raise LaunchError("cannot read %s/online to place the vCPUs; choose "
+                          "host CPUs yourself with --pin" % base)
+    if allowed is None:
+        allowed = os.sched_getaffinity(0)
+    isolated = read_cpulist(os.path.join(base, "isolated")) or set()
+    usable = sorted(online & set(allowed))
+    cores = {}
+    unknown = set()
+    for cpu in usable:
+        topo = os.path.join(base, "cpu%d" % cpu, "topology")
+        sib = read_cpulist(os.path.join(topo, "core_cpus_list"))
+        if sib is None:
+            sib = read_cpulist(os.path.join(topo, "thread_siblings_list"))
+        if not sib:
+            sib = {cpu}
+            unknown.add(cpu)
+        cores.setdefault(frozenset(sib | {cpu}), []).append(cpu)
+    order = sorted(cores, key=min)
+    if len(order) < smp:
+        pin = ("; e.g. --pin %s to share cores between SMT siblings"
+               % ",".join(map(str, usable[:smp]))
+               if len(usable) >= smp else "")
+        raise LaunchError(
+            "%d vCPUs need %d physical cores, one each, but this process "
+            "may run on %d (CPUs %s; cores %s): use --smp %d or fewer, or "
+            "choose host CPUs yourself with --pin%s"
+            % (smp, smp, len(order), format_cpulist(usable),
+               " ".join(format_cpulist(c) for c in order), len(order), pin))
+    notes = []
+    iso = online & isolated
+    pool = order
+    use_iso = False
+    if iso:
+        iso_cores = [c for c in order if set(cores[c]) & iso]
+        outside = iso - set(usable)
+        if len(iso_cores) >= smp:
+            pool = iso_cores
+            use_iso = True
+            notes.append("on isolated CPUs (%s)" % format_cpulist(iso))
+        else:
+            notes.append("isolated CPUs %s give %d physical cores for %d "
+                         "vCPUs: not used" % (format_cpulist(iso),
+                                              len(iso_cores), smp))
+        if outside:
+            notes.append("isolated CPUs %s are outside this process's CPUs "
+                         "(%s): run it under `taskset -c %s` to use them"
+                         % (format_cpulist(outside), format_cpulist(usable),
+                            format_cpulist(iso)))
+    housekeeping = [c for c in pool if 0 in c]
+    if housekeeping:
+        rest = [c for c in pool if 0 not in c]
+        if len(rest) >= smp:
+            pool = rest
+            notes.append("the core of CPU 0 (%s), where the host's "
+                         "housekeeping runs, left out"
+                         % format_cpulist(housekeeping[0]))
+        else:
+            notes.append("the core of CPU 0 (%s) used: too few cores "
+                         "without it" % format_cpulist(housekeeping[0]))
+    if unknown:
+        notes.append("no SMT topology in sysfs for CPUs %s: each taken as "
+                     "its own core" % format_cpulist(unknown))
+    chosen = pool[:smp]
+    cpus = []
+    for c in chosen:
+        cpus.append(min([x for x in cores[c] if x in iso] if use_iso
+                        else cores[c]))
+    smt = ", SMT siblings left to the host" if any(
+        len(c) > 1 for c in chosen) else ""
+    why = "one physical core per vCPU%s: %s" % (smt, ", ".join(
+        "vCPU %d -> CPU %d (core %s)" % (i, cpu, format_cpulist(c))
+        for i, (cpu, c) in enumerate(zip(cpus, chosen))))
+    return {"cpus": cpus, "cores": [sorted(c) for c in chosen],
+            "why": "; ".join([why] + notes)}
+
+
+def choose_pinning(opts, accel, sysfs="/sys", allowed=None):
+    """How the vCPU threads are pinned: (pinning, warning-or-None).
+
+    pinning: {"source": "--pin", "auto" or None, "cpus": host CPU per
+    vCPU or None, "cores", "why"}, as vm.json records it. --pin wins.
+    Under KVM each vCPU gets its own physical core (vcpu_pinning); when
+    there are too few, that is an error under --accel kvm and a warning
+    (no pinning) when --accel auto chose KVM. Under TCG and icount
+    nothing is pinned unless --pin says so.
+    """
+    if opts.pin_cpus:
+        return ({"source": "--pin", "cpus": list(opts.pin_cpus),
+                 "cores": None, "why": "given with --pin"}, None)
+    if accel != "kvm":
+        return ({"source": None, "cpus": None, "cores": None,
+                 "why": "not pinned: automatic pinning is for KVM only "
+                 "(--pin pins under TCG too)"}, None)
+    try:
+        pinning = vcpu_pinning(opts.smp, sysfs, allowed)
+    except LaunchError as e:
+        if getattr(opts, "accel", "kvm") == "kvm":
+            raise
+        return ({"source": None, "cpus": None, "cores": None,
+                 "why": "not pinned: %s" % e},
+                "KVM vCPUs not pinned, times are noisier: %s" % e)
+    return (dict(pinning, source="auto"), None)
 
 
 def qmp_vcpu_threads(sock, deadline):
@@ -243,11 +578,12 @@ def write_guest_script(share, argv):
     return os.path.basename(path)
 
 
-def boot_once(opts, accel, script, logfile, record, probe=None):
-    """Boot one guest; return (status, reason). probe: seconds to wait for
-    first console output before giving up (KVM sanity probe)."""
+def boot_once(opts, accel, script, logfile, record, pin=None, probe=None):
+    """Boot one guest; return (status, reason). pin: host CPU for each
+    vCPU thread, or None; probe: seconds to wait for first console output
+    before giving up (KVM sanity probe)."""
     qmp_dir = tempfile.mkdtemp(prefix="opbench-qmp-")
-    qmp_sock = os.path.join(qmp_dir, "qmp") if opts.pin_cpus else None
+    qmp_sock = os.path.join(qmp_dir, "qmp") if pin else None
     cmd = build_command(opts, accel, logfile, script, qmp_sock)
     record["qemu_command"] = cmd
     open(logfile, "w").close()
@@ -255,10 +591,10 @@ def boot_once(opts, accel, script, logfile, record, probe=None):
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        if opts.pin_cpus:
+        if pin:
             tids = qmp_vcpu_threads(qmp_sock, t0 + 10)
             for i, tid in enumerate(tids):
-                os.sched_setaffinity(tid, {opts.pin_cpus[i % len(opts.pin_cpus)]})
+                os.sched_setaffinity(tid, {pin[i % len(pin)]})
             record["vcpu_threads"] = tids
         pos = 0
         text = ""
@@ -354,12 +690,16 @@ def parse_args(argv):
     p.add_argument("--accel", required=True,
                    choices=["auto", "kvm", "tcg", "icount"],
                    help="no default (scripts/common.sh accel_for decides "
-                   "it for the scripts); auto: KVM if it can boot an ordinary kernel, TCG "
-                   "otherwise; icount: TCG with -icount %s" % ICOUNT_OPTS)
+                   "it for the scripts); auto: KVM if it can boot an "
+                   "ordinary kernel, TCG otherwise; icount: TCG with "
+                   "-icount %s" % ICOUNT_OPTS)
     p.add_argument("--smp", type=int, default=2, help="vCPUs (default 2)")
     p.add_argument("--mem", default="2G", help="guest memory (default 2G)")
     p.add_argument("--pin", default="",
-                   help="host CPU for each vCPU thread, e.g. 0,1")
+                   help="host CPU for each vCPU thread, e.g. 0,1 (default: "
+                   "under KVM, each vCPU on its own physical core, SMT "
+                   "siblings and CPU 0's core left to the host; under TCG, "
+                   "none)")
     p.add_argument("--timeout", type=float, default=600,
                    help="seconds before the guest is killed (default 600)")
     p.add_argument("--console-log", default="",
@@ -409,38 +749,45 @@ def main(argv=None):
     try:
         opts = parse_args(sys.argv[1:] if argv is None else argv)
         accel, reason, warning = choose_accel(opts.accel)
+        pinning, pin_warning = choose_pinning(opts, accel)
         opts.share = os.path.abspath(opts.share)
         logfile = opts.console_log or os.path.join(opts.share, "console.log")
         if opts.show_command:
             print(" ".join(shlex.quote(a) for a in build_command(
                 opts, accel, logfile, "<script>",
-                "<qmp>" if opts.pin_cpus else None)))
+                "<qmp>" if pinning["cpus"] else None)))
             return 0
         check_inputs(opts)
     except LaunchError as e:
         print("opbench-vm: error: %s" % e, file=sys.stderr)
         return 2
-    if warning:
-        print("opbench-vm: WARNING: %s" % warning, file=sys.stderr)
-    record = {**accel_record(accel), "accel_reason": reason, "warnings":
-              [warning] if warning else [], "qemu_version":
-              qemu_version(opts.qemu), "smp": opts.smp, "mem": opts.mem,
-              "pin": opts.pin_cpus, "kernel": os.path.abspath(opts.kernel),
+    clock = clock_record(accel)
+    warnings = [w for w in (warning, pin_warning, clock["warning"]) if w]
+    for w in warnings:
+        print("opbench-vm: WARNING: %s" % w, file=sys.stderr)
+    record = {**launch_record(accel, pinning, clock), "accel_reason": reason,
+              "warnings": warnings, "qemu_version": qemu_version(opts.qemu),
+              "smp": opts.smp, "mem": opts.mem,
+              "kernel": os.path.abspath(opts.kernel),
               "image": os.path.abspath(opts.image),
               "guest_command": opts.command}
     script = write_guest_script(opts.share, opts.command)
     try:
         probe = opts.kvm_probe if accel == "kvm" and opts.accel == "auto" \
             else None
-        status, why = boot_once(opts, accel, script, logfile, record, probe)
+        status, why = boot_once(opts, accel, script, logfile, record,
+                                pinning["cpus"], probe)
         if status is None:
             warning = ("KVM guest showed %s: falling back to TCG software "
                        "emulation; times are emulated, not hardware" % why)
             print("opbench-vm: WARNING: %s" % warning, file=sys.stderr)
             record["warnings"].append(warning)
             accel = "tcg"
-            record.update(accel_record(accel))
-            status, why = boot_once(opts, accel, script, logfile, record)
+            record.pop("vcpu_threads", None)
+            pinning = choose_pinning(opts, accel)[0]
+            record.update(launch_record(accel, pinning))
+            status, why = boot_once(opts, accel, script, logfile, record,
+                                    pinning["cpus"])
     finally:
         os.unlink(os.path.join(opts.share, script))
     if opts.record:
