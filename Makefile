@@ -21,6 +21,7 @@ KCONFIG    ?= default
 TOOLCHAIN  ?= trixie
 FLAVOURS   ?= baseline ops
 PLAN       ?= default
+RUNNER     ?= qemu
 RFC_SERIES ?= ../shared/seeds
 RESIDENT_SERIES ?= kernel-patch/resident
 ROUNDS     ?= 50
@@ -96,7 +97,10 @@ ifneq ($(call goals,plan-check bench bench-kernels),)
 $(call check,$(if $(call goals,bench),$(if $(filter command line,$(origin OPS)),OPS=$(call sq,$(OPS))),env -u OPS) \
 	$(check_env) bash -c '. scripts/common.sh && load_plan "$$1"' bench $(call sq,$(PLAN)))
 endif
-ifneq ($(call goals,bench bench-kernels),)
+ifneq ($(filter-out qemu native,$(RUNNER))$(filter-out 1,$(words $(RUNNER))),)
+$(error RUNNER='$(RUNNER)': want qemu (boot the plan's kernels under QEMU) or native (the kernel this machine runs))
+endif
+ifneq ($(call goals,bench-kernels)$(if $(filter qemu,$(RUNNER)),$(call goals,bench)),)
 $(call check_kernels,$(BENCH_FLAVOURS))
 endif
 ifneq ($(call goals,kernels vm-check check-series),)
@@ -128,13 +132,16 @@ endif
 .PHONY: help deps buildroot source config kernels kernel test-kernels image \
 	vm-check boot-time test test-host selftests selftests-op differential \
 	check-series plan-check bench bench-kernels bench-walker report flamegraph trace \
-	test-resident plugin-header \
+	test-resident plugin-header host-check \
 	trace-validate trace-overhead stress clean-cache cover-perf cover-letter
 
 help:
 	@echo 'rseq-opbench targets:'
 	@echo '  bench          everything for the benchmark plan PLAN: kernels, image,'
 	@echo '                 benchmarks, tracing, analysis, report'
+	@echo '                 RUNNER=native: the plan on this machine'"'"'s own kernel, in time'
+	@echo '  host-check     what of this machine'"'"'s state moves time (governor, turbo,'
+	@echo '                 SMT, isolated CPUs, THP, PMU, ...) and what to change'
 	@echo '  bench-walker   make bench PLAN=walker: our walker, the kernel-resident variant'
 	@echo '                 and the RFC as posted, and their registration cost'
 	@echo '  bench-kernels  the kernels of PLAN (or FLAVOURS), as make bench builds them'
@@ -181,6 +188,10 @@ help:
 	@echo '        counts guest instructions and is never time; correctness runs (stress,'
 	@echo '        selftests, vm-check, boot-time) to auto (scripts/common.sh accel_for)'
 	@echo '  PLAN=$(PLAN)  benchmark plan (quick|default|walker): microbench/plans/'
+	@echo '  RUNNER=$(RUNNER)  make bench: qemu boots the plan'"'"'s kernels; native runs the plan'
+	@echo '        on the kernel this machine runs (time, not instructions: no QEMU,'
+	@echo '        no tracing; one repetition stands for a boot, BOOTS of them; AA=1'
+	@echo '        labels them as two flavours for an A/A comparison; CPU= pins)'
 	@echo '  SWEEP LOOPS PREEMPT_LOOPS SAMPLES WARMUP BENCHES TYPES BOOTS PERF_BENCH'
 	@echo '        override a plan'"'"'s line (SWEEP: the list of N, e.g. 0,1,2048;'
 	@echo '        BOOTS: boots per flavour; PREEMPT_LOOPS: preemptions per sample);'
@@ -306,8 +317,18 @@ plan-check:
 bench-kernels: source
 	$(Q)kernel-patch/scripts/kernels.sh $(BENCH_FLAVOURS)
 
+# RUNNER=native: no kernel, no image; the build root builds the programs.
+ifeq ($(RUNNER),native)
+bench: deps buildroot
+	$(Q)PLAN=$(PLAN) RUNNER=native microbench/bench-run.sh
+else
 bench: deps bench-kernels image
 	$(Q)PLAN=$(PLAN) FLAVOURS="$(BENCH_FLAVOURS)" microbench/bench-run.sh
+endif
+
+# What of this machine's state moves a time measurement, and what to change.
+host-check:
+	$(Q)sh scripts/host-state.sh --advice
 
 bench-walker:
 	$(Q)$(MAKE) --no-print-directory bench PLAN=walker

@@ -24,7 +24,11 @@ ICOUNT_TOLERANCE = 1e-3
 
 
 def accel_of(run):
+    """The run's accelerator, from its boots' own records: vm.json's
+    "accel", or "native" for a repetition on the running kernel
+    (native.json)."""
     accels = {b["vm"].get("accel") for b in run["boots"] if b["vm"]}
+    accels |= {"native" for b in run["boots"] if b.get("native")}
     accels.discard(None)
     if len(accels) > 1:
         raise ResultsError("boots ran under different accelerators (%s): "
@@ -118,7 +122,7 @@ def collect(run, clock):
         scale = clock.get(b["index"], {}).get("scale", 1.0)
         for r in b["records"]:
             kind = r.get("kind")
-            if kind in ("clock",):
+            if kind in ("clock", "pmu"):
                 continue
             if kind == "order":
                 orders.setdefault(b["index"], []).append(

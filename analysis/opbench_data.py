@@ -17,6 +17,7 @@ import numpy as np
 
 import opbench_stats as st
 import designs
+import pmu
 import tcmalloc_model
 from cross_checks import (AGREE, IRQS_OFF_MAX, WALK_BENCHES,
                           WALK_COUNT_TOLERANCE, cross_checks, diff_per_walk,
@@ -26,6 +27,9 @@ from opbench_cells import BETTER, accel_of, clocks, collect, cell_detail, \
 # What the rest of analysis/ and the tests call opbench_data's.
 from opbench_io import INCOMPLETE, ResultsError, load, newest_run  # noqa: F401
 
+# The flavour every other is compared with: the unpatched kernel, unless
+# the run names its own (a native run: the running kernel, provenance
+# "reference").
 REFERENCE = "baseline"
 UNITS = {
     "icount": ("instructions", "instr",
@@ -40,6 +44,10 @@ UNITS = {
             "hardware time"),
     "kvm": ("ns", "ns", "guest time under KVM, TSC ticks converted with "
             "the guest's own nanoseconds per tick"),
+    "native": ("ns", "ns", "time on this machine's own CPU and running "
+               "kernel, no QEMU: TSC ticks converted with the nanoseconds "
+               "per tick that opbench measures against CLOCK_MONOTONIC in "
+               "every repetition (clock record)"),
 }
 # The mission's table: every flavour at these N against the reference at 0.
 MISSION_NS = (0, 1, 2048)
@@ -51,15 +59,22 @@ ICOUNT_EXCLUDED = {
 }
 
 
+def reference_of(run):
+    """The flavour the others are compared with: the run's own choice
+    (provenance "reference"), else the unpatched kernel."""
+    return run["provenance"].get("reference") or REFERENCE
+
+
 def flavour_order(run):
     order = []
     for b in run["boots"]:
         if b["flavour"] not in order:
             order.append(b["flavour"])
     order.sort()
-    if REFERENCE in order:
-        order.remove(REFERENCE)
-        order.insert(0, REFERENCE)
+    ref = reference_of(run)
+    if ref in order:
+        order.remove(ref)
+        order.insert(0, ref)
     return order
 
 
@@ -86,6 +101,7 @@ def perf_bench(run, clock, accel):
 def analyse(run):
     """Every number the report, the plots and the notebook show."""
     accel = accel_of(run)
+    ref = reference_of(run)
     unit, unit_short, unit_doc = UNITS.get(
         accel, ("ticks", "ticks", "guest TSC ticks, accelerator unknown"))
     clock = clocks(run, accel)
@@ -101,7 +117,7 @@ def analyse(run):
            "tolerances": {"agree": AGREE,
                           "walk_counts": WALK_COUNT_TOLERANCE},
            "unit": unit, "unit_short": unit_short, "unit_doc": unit_doc,
-           "method": st.METHOD, "reference": REFERENCE,
+           "method": st.METHOD, "reference": ref,
            "flavours": flavours, "boots_per_flavour": dict(boots_of),
            "clock": {str(k): v for k, v in sorted(clock.items())},
            "tsc_lines": next((b["tsc_lines"] for b in run["boots"]
@@ -117,6 +133,9 @@ def analyse(run):
                         "flavour": k[3], "nr_ops": k[4]}
                        for k in col["dropped"]],
            "mission": []}
+    # Each flavour's kernel release, as the unsupported cells name it.
+    out["kernels"] = {f["flavour"]: f["kernel_release"]
+                      for f in out["header"]["flavours"]}
     for bench, op_type, reg in groups:
         gkey = (bench, op_type, reg)
         cells = {k: v for k, v in valid.items() if k[:3] == gkey}
@@ -130,6 +149,9 @@ def analyse(run):
                  ICOUNT_EXCLUDED.get(bench) if accel == "icount" else None,
              "unsupported": sorted(
                  [k[3], k[4]] for k in unsupported if k[:3] == gkey),
+             # Why, in the records' words, per flavour.
+             "unsupported_why": {k[3]: why for k, why in sorted(
+                 unsupported.items()) if k[:3] == gkey},
              "dropped": sorted([k[3], k[4]] for k in col["dropped"]
                                if k[:3] == gkey)}
         # The headline (its table and its plots) holds each benchmark as
@@ -165,16 +187,16 @@ def analyse(run):
         # boots: how far two single boots of one kernel fall apart. It is
         # printed beside the verdicts, not folded into them: the intervals
         # already carry the spread between boots.
-        g["aa"] = st.aa_floor(pb(REFERENCE, 0) or {})
-        ref0 = pb(REFERENCE, 0)
+        g["aa"] = st.aa_floor(pb(ref, 0) or {})
+        ref0 = pb(ref, 0)
         for fl in flavours:
-            if fl == REFERENCE or not ref0:
+            if fl == ref or not ref0:
                 continue
             for n in sorted(k[4] for k in cells if k[3] == fl):
                 if n not in MISSION_NS:
                     continue
                 c = st.compare(ref0, pb(fl, n), key=gkey + ("ref", fl, n),
-                               spread_ref=family.get(REFERENCE),
+                               spread_ref=family.get(ref),
                                spread=family.get(fl))
                 c.update({"flavour": fl, "nr_ops": n})
                 g["vs_reference"].append(c)
@@ -227,6 +249,11 @@ def analyse(run):
     out["walk_counts"] = walk_count_checks(run.get("walk_counts", []))
     out["perf_bench"] = perf_rows(run, clock, accel, out["groups"])
     out["walker_loops"] = run.get("walker_loops", {})
+    # The hardware counters, where the run had any (pmu.py).
+    out["pmu"] = pmu.status(run)
+    counted = pmu.analyse(out["groups"], col["extra"], valid)
+    for g in out["groups"]:
+        g["pmu"] = counted.get((g["bench"], g["op_type"], g["reg"]))
     out["designs"] = designs.analyse(out)
     out["tcmalloc"] = tcmalloc_model.analyse(run, out)
     # The run is usable when every cell passed its gate; analyze.py's exit
@@ -265,6 +292,10 @@ def perf_rows(run, clock, accel, groups):
     return out
 
 
+# The host facts the header prints on a line of their own.
+HOST_FACTS = ("host_kernel", "host_cpu", "host_cpus")
+
+
 def header_facts(run):
     """What the report's header says of the run: provenance, the kernels,
     the guest, how QEMU ran it, and whether the flavours differ in
@@ -292,7 +323,11 @@ def header_facts(run):
                         for b in boots if b["kernel"]})
     configs = sorted(map(str, {b["kernel"].get("config_hash")
                                for b in boots}))
+    # What of the host moves time (scripts/host-state.sh), as recorded.
+    state = {k[len("host_"):]: v for k, v in p.items()
+             if k.startswith("host_") and k not in HOST_FACTS}
     return {"provenance": p, "manifest": run.get("manifest", {}),
+            "runner": p.get("runner", "qemu"), "host_state": state,
             "incomplete": run.get("incomplete"),
             "plan": p.get("plan", p.get("profile")),
             "boot_order": [b["flavour"] for b in boots],

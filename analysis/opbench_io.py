@@ -6,6 +6,10 @@ Input, as microbench/bench-run.sh writes it:
     results/<date>-<label>/manifest              key=value, what was built
     results/<date>-<label>/INCOMPLETE            present while a run is cut
     results/<date>-<label>/boot-<i>-<flavour>/
+                            (rep-<i>-<label>/ in a native run, made by
+                            microbench/native-run.sh: one repetition on the
+                            running kernel stands for a boot, with
+                            native.json and host-state for vm.json)
         opbench.json        one JSON record per line (sample, gate, unsupported)
         tcmodel.json        the TCMalloc model's records (microbench/tcmodel.c)
         kernel-provenance   key=value, the kernel booted
@@ -86,7 +90,7 @@ def parse_perf_bench(path):
     return out
 
 
-BOOT_RE = re.compile(r"^boot-(\d+)-(.+)$")
+BOOT_RE = re.compile(r"^(?:boot|rep)-(\d+)-(.+)$")
 
 
 # bench-run.sh writes this file into a run before its first boot and
@@ -100,7 +104,8 @@ def newest_run(root):
     """The newest complete benchmark run (with boot records) under root;
     an incomplete one is taken only when named."""
     runs = [d for d in glob.glob(os.path.join(root, "*"))
-            if glob.glob(os.path.join(d, "boot-*", "opbench.json"))]
+            if glob.glob(os.path.join(d, "boot-*", "opbench.json"))
+            or glob.glob(os.path.join(d, "rep-*", "opbench.json"))]
     done = [d for d in runs
             if not os.path.exists(os.path.join(d, INCOMPLETE))]
     if not done:
@@ -212,13 +217,21 @@ def walk_counts(rdir):
     return out
 
 
+def _json(path):
+    """A JSON file's object, {} when the file does not exist."""
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise ResultsError("%s: not JSON (%s)" % (path, e))
+
+
 def _boot(d, m):
     rec = os.path.join(d, "opbench.json")
     tcm = os.path.join(d, "tcmodel.json")
-    vm = {}
-    if os.path.exists(os.path.join(d, "vm.json")):
-        with open(os.path.join(d, "vm.json")) as f:
-            vm = json.load(f)
+    vm = _json(os.path.join(d, "vm.json"))
     return {"index": int(m.group(1)), "flavour": m.group(2),
             "dir": os.path.basename(d),
             "records": read_records(rec) if os.path.exists(rec) else [],
@@ -226,6 +239,8 @@ def _boot(d, m):
             "kernel": read_kv(os.path.join(d, "kernel-provenance")),
             "guest": read_kv(os.path.join(d, "guest-info.txt"), ":"),
             "vm": vm, "launch": launch_of(vm) if vm else {},
+            "native": _json(os.path.join(d, "native.json")),
+            "host_state": read_kv(os.path.join(d, "host-state")),
             "tsc_lines": read_lines(os.path.join(d, "tsc.txt")),
             "perf_bench": parse_perf_bench(os.path.join(d, "perf-bench.txt"))}
 
@@ -237,14 +252,16 @@ def load(rdir):
         raise ResultsError("%s is not a directory; give a results/<date>-"
                            "<label>/ directory written by make bench" % rdir)
     boots = []
-    for d in sorted(glob.glob(os.path.join(rdir, "boot-*"))):
+    for d in sorted(glob.glob(os.path.join(rdir, "boot-*")) +
+                    glob.glob(os.path.join(rdir, "rep-*"))):
         m = BOOT_RE.match(os.path.basename(d))
         if m and os.path.isdir(d):
             boots.append(_boot(d, m))
     boots.sort(key=lambda b: b["index"])
     if not boots:
-        raise ResultsError("%s has no boot-<n>-<flavour>/ directories: not a "
-                           "results directory of make bench" % rdir)
+        raise ResultsError("%s has no boot-<n>-<flavour>/ or rep-<n>-<label>/ "
+                           "directories: not a results directory of make "
+                           "bench" % rdir)
     if not any(b["records"] for b in boots):
         raise ResultsError("%s: no boot produced records; see the boots' "
                            "console.log and opbench.log" % rdir)

@@ -249,7 +249,10 @@ def per_op(a, outdir):
             ends += [bci[0], end]
     ax.set_yticks(range(len(groups)))
     ax.set_yticklabels([label(g) for g in groups])
-    ax.set_ylim(len(groups) - 0.5, -0.5)
+    ax.set_ylim(max(len(groups), 1) - 0.5, -0.5)
+    if not groups:
+        ax.text(0.5, 0.5, "no cost model in this run (fewer than two N "
+                ">= 1)", ha="center", transform=ax.transAxes)
     # Room after the longest bar for its value.
     lo, hi = min(ends), max(ends)
     span = (hi - lo) or 1.0

@@ -44,9 +44,16 @@ def header(a):
                            h["incomplete"].get("interrupted") or
                            "it stopped before the benchmarks and tracing "
                            "completed"))
-    lines += field("Run", "plan %s; %d boots in order %s; %s" % (
-        _q(h["plan"]), len(h["boot_order"]), " ".join(h["boot_order"]),
+    native = h["runner"] == "native"
+    lines += field("Run", "plan %s; %d %s in order %s; %s" % (
+        _q(h["plan"]), len(h["boot_order"]),
+        "repetitions" if native else "boots", " ".join(h["boot_order"]),
         p.get("ops", "")))
+    if native:
+        lines += field("Runner", "native: the plan's programs on this "
+                       "machine's running kernel, no QEMU, no tracing; each "
+                       "repetition is one run of them and stands for a "
+                       "boot: \"boot\" below means repetition")
     lines += field("Kernel", "%s %s; preempt=%s, mitigations=%s, "
                    "config %s (%s)" % (
                        k.get("source_package", "?"),
@@ -71,23 +78,33 @@ def header(a):
         lines += field("WARNING", "the flavours were built with different "
                        "configs (%s): differences between them are not the "
                        "series' alone" % ", ".join(h["configs"]))
-    lines += field("QEMU", "%s; %s" % (_q(h["qemu_version"]).replace(
-        "QEMU emulator version ", ""), " ".join(h["launch"].get("args",
-                                                                 []))))
+    if not native:
+        lines += field("QEMU", "%s; %s" % (_q(h["qemu_version"]).replace(
+            "QEMU emulator version ", ""), " ".join(h["launch"].get(
+                "args", []))))
     lines += field("Units", "%s: %s" % (a["unit"], a["unit_doc"]))
-    lines += field("Guest", "%s vCPUs (%s), pinning %s, clocksource %s, "
-                   "glibc %s" % (
-                       _q(h["guest_cpus"]), g.get("cpu_model", "?"),
-                       h["pin"] or "none", g.get("clocksource", "?"),
+    lines += pmu_field(a["pmu"])
+    lines += field("Native" if native else "Guest",
+                   "%s %s (%s), pinning %s, clocksource %s, glibc %s" % (
+                       _q(h["guest_cpus"]), "CPUs" if native else "vCPUs",
+                       g.get("cpu_model", "?"),
+                       h["pin"] or ("by opbench" if native else "none"),
+                       g.get("clocksource", "?"),
                        g.get("glibc", "?").split()[-1]))
     lines += field("Mitigation", "spectre_v2: %s" % g.get(
         "vuln_spectre_v2", "?"))
     lines += field("Host", "%s, %s CPUs, Linux %s" % (
         p.get("host_cpu", "?"), p.get("host_cpus", "?"),
         p.get("host_kernel", "?")))
-    lines += field("Image", "%s %s, perf %s, bpftrace %s" % (
-        p.get("image_suite", "?"), p.get("image_recipe", "?"),
-        p.get("image_perf", "?"), p.get("image_bpftrace", "?")))
+    if h["host_state"]:
+        lines += field("Host state", ", ".join(
+            "%s %s" % (k.replace("_", " "), v)
+            for k, v in h["host_state"].items()
+            if k not in ("cpu_model", "cmdline")))
+    if not native:
+        lines += field("Image", "%s %s, perf %s, bpftrace %s" % (
+            p.get("image_suite", "?"), p.get("image_recipe", "?"),
+            p.get("image_perf", "?"), p.get("image_bpftrace", "?")))
     lines += field("Commands", "host: %s; guest: %s" % (
         p.get("command", "?"), " ".join(h["guest_command"])))
     lines += field("Project", "commit %s%s; opbench sha256 %s" % (
@@ -95,6 +112,45 @@ def header(a):
         " with uncommitted changes (diff %s)" % p["project_dirty"]
         if p.get("project_dirty") else "",
         h["manifest"].get("opbench_sha256", "?")))
+    return lines
+
+
+def pmu_field(p):
+    """The header's PMU line: what opbench counted, or why nothing."""
+    if not p["recorded"]:
+        return []
+    if not p["available"] and not p["partly"]:
+        return field("PMU", "none: %s; no counter columns" % "; ".join(
+            p["why"]))
+    text = "%s counters per sample: %s" % (
+        "/".join(p["source"]), ", ".join(p["events"]))
+    if "software" in p["source"]:
+        text += " (software stand-ins, OPBENCH_PMU=software: a test of " \
+                "the counting, not hardware figures)"
+    if p["partly"]:
+        text += "; some boots had none (%s)" % "; ".join(p["why"])
+    return field("PMU", text)
+
+
+def pmu_lines(g):
+    """A group's counters per loop, and the instructions' slope per walk
+    (the PMU's figure beside the icount one)."""
+    p = g.get("pmu")
+    if not p:
+        return []
+    ev = p["events"]
+    lines = ["", "PMU counters per loop (mean over boots of each boot's "
+             "median):"]
+    lines.append(("%6s %-9s %2s" % ("N", "flavour", "k") + "".join(
+        " %12s" % e[:12] for e in ev)).rstrip())
+    for c in p["cells"]:
+        lines.append(("%6d %-9s %2d" % (c["nr_ops"], c["flavour"][:9],
+                                          c["k"]) + "".join(
+            " %12s" % num(c[e]) for e in ev) +
+            (" multiplexed" if c["multiplexed"] else "")).rstrip())
+    for fl, s in sorted(p["slopes"].items()):
+        lines += indented("%s: %s %s instructions per operation per walk "
+                          "(PMU)" % (fl, num(s["value"]), ci(s["ci"])))
     return lines
 
 
@@ -201,13 +257,15 @@ def group_lines(g, a):
                                subsequent_indent="  ")
     lines.append("")
     lines += cells_table(g, unit)
+    lines += pmu_lines(g)
     na = {}
     for fl, n in g["unsupported"]:
         na.setdefault(fl, []).append(str(n))
     for fl, ns in na.items():
-        lines += textwrap.wrap("n/a: %s at N=%s (no RSEQ operations in that "
-                               "kernel)" % (fl, ",".join(ns)), WIDTH,
-                               initial_indent="  ", subsequent_indent="    ")
+        lines += textwrap.wrap("n/a: %s at N=%s: unsupported by %s (%s)" % (
+            fl, ",".join(ns), a["kernels"].get(fl) or "its kernel",
+            g["unsupported_why"].get(fl, "?")), WIDTH,
+            initial_indent="  ", subsequent_indent="    ")
     for fl, n in g["dropped"]:
         lines += textwrap.wrap("dropped: %s at N=%d (a gate failed in some "
                                "boot; see the end)" % (fl, n), WIDTH,
@@ -392,8 +450,10 @@ def render(a):
         if sec:
             lines += [""] + sec
     lines.append("")
-    lines += textwrap.wrap("Raw records: boot-*/opbench.json%s in %s; every "
+    lines += textwrap.wrap("Raw records: %s-*/opbench.json%s in %s; every "
                            "number above is in analysis/analysis.json." % (
+                               "rep" if a["header"]["runner"] == "native"
+                               else "boot",
                                " and tcmodel.json" if a.get("tcmalloc")
                                else "", a["run"]), WIDTH)
     out = "\n".join(lines) + "\n"

@@ -5,7 +5,11 @@
 #   benchmarks -> tracing -> analysis
 #
 # Usage: microbench/bench-run.sh   (make bench; PLAN=quick|default|walker)
-# Env:   PLAN (microbench/plans/<PLAN>.plan), ACCEL=icount|tcg|kvm|auto
+# Env:   RUNNER=qemu (default: boot the plan's kernels) or native (the
+#        kernel this machine runs, with microbench/native-run.sh: one
+#        repetition in place of a boot, no tracing; AA=1 labels its
+#        repetitions as two flavours for an A/A comparison, CPU= pins),
+#        PLAN (microbench/plans/<PLAN>.plan), ACCEL=icount|tcg|kvm|auto
 #        (default: accel_for measure in common.sh), LABEL (default the
 #        plan), RESULTS_ROOT (default results/), SEED (default: drawn,
 #        recorded), BOOT_TIMEOUT; FLAVOURS, SWEEP, LOOPS, PREEMPT_LOOPS,
@@ -43,9 +47,20 @@ export BUILDROOT_MAKE=no	# after the build: use the build root, never make it
 
 plan=${PLAN:-default}
 load_plan "$plan"
-accel=$(accel_for measure)
-read -r -a fl <<< "$FLAVOURS"
-[ ${#fl[@]} -gt 0 ] || die "no flavours to boot: FLAVOURS is empty"
+runner=${RUNNER:-qemu}
+case $runner in
+qemu)
+	accel=$(accel_for measure)
+	read -r -a fl <<< "$FLAVOURS"
+	[ ${#fl[@]} -gt 0 ] || die "no flavours to boot: FLAVOURS is empty"
+	;;
+native)
+	# The running kernel is the one flavour (native-run.sh names it).
+	accel=native
+	fl=()
+	;;
+*) die "RUNNER='$runner' is unknown: qemu (boot the plan's kernels) or native (the kernel this machine runs)" ;;
+esac
 # The boot is the unit of the statistics: each flavour boots BOOTS times,
 # in rounds of every flavour once, each round's order shuffled from SEED.
 boots=${BOOTS:-5}
@@ -72,7 +87,9 @@ done
 # Everything is resolved from the run manifest before the first boot: a
 # missing flavour or image stops the run here, not half-way through.
 for f in "${fl[@]}"; do kernel_dir "$f" >/dev/null; done
-img=$(manifest_get image) || die "no guest image in the manifest ($MANIFEST): make image"
+if [ "$runner" = qemu ]; then
+	img=$(manifest_get image) || die "no guest image in the manifest ($MANIFEST): make image"
+fi
 
 timings=$CACHE_DIR/timings/bench-$plan
 mkdir -p "$(dirname "$timings")"
@@ -98,7 +115,9 @@ step() {
 	log "[$i/${#steps[@]}] $name; elapsed $(fmt_secs $(( $(date +%s) - t_start ))), left: $est"
 }
 
-out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "${LABEL:-$plan}")
+label=${LABEL:-$plan}
+[ "$runner" = qemu ] || label=$label-$runner
+out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "$label")
 # Incomplete until its records are all in: neither newest_run nor the
 # report takes it unnamed. A SIGINT or SIGTERM says so in the marker, with
 # the step it stopped.
@@ -133,41 +152,70 @@ trap 'interrupted INT' INT
 trap 'interrupted TERM' TERM
 
 rc=0
-step 1 "benchmarks in the guest, plan $plan (${PLAN_FILE#"$TOPDIR"/})"
+if [ "$runner" = qemu ]; then
+	step 1 "benchmarks in the guest, plan $plan (${PLAN_FILE#"$TOPDIR"/})"
+else
+	step 1 "benchmarks on the running kernel ($(uname -r)), plan $plan (${PLAN_FILE#"$TOPDIR"/})"
+fi
 t=$(date +%s)
 # Against the guest's glibc (2.41: its rseq area is v2). The run keeps
-# them in bin/: its tracing runs the same opbench.
-guest_programs "$out/bin" opbench tcmodel
+# them in bin/: its tracing runs the same opbench. Natively they are
+# static (the host's glibc may be older than the build root's), with the
+# runner's scripts beside them: bin/ is a kit (make kit).
+if [ "$runner" = qemu ]; then
+	guest_programs "$out/bin" opbench tcmodel
+else
+	STATIC=1 guest_programs "$out/bin" opbench tcmodel
+	cp "$TOPDIR/microbench/native-run.sh" "$TOPDIR/microbench/guest-bench.sh" \
+		"$TOPDIR/scripts/host-state.sh" "$out/bin/"
+fi
 # The run's own manifest: what the build steps made, and the benchmark
 # binaries every boot of this run ran.
 {
-	cat "$MANIFEST"
+	cat "$MANIFEST" 2>/dev/null || true
 	echo "opbench_sha256=$(sha256sum < "$out/bin/opbench" | cut -c1-16)"
 	echo "tcmodel_sha256=$(sha256sum < "$out/bin/tcmodel" | cut -c1-16)"
 } > "$out/manifest"
 {
 	echo "plan=$plan"
 	echo "plan_file=${PLAN_FILE#"$TOPDIR"/}"
-	echo "accel_requested=$accel"
-	echo "boot_order=${order[*]}"
-	echo "boots_per_flavour=$boots"
-	echo "seed=$seed"
-	echo "ops=$SWEEP loops=$LOOPS preempt_loops=$PREEMPT_LOOPS samples=$SAMPLES warmup=$WARMUP"
-	echo "perf_bench=${PERF_BENCH:-0}"
-	echo "benches=$BENCHES types=$TYPES"
-	echo "host_kernel=$(uname -r)"
-	echo "host_cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
-	echo "host_cpus=$(nproc)"
-	echo "qemu=$(qemu-system-x86_64 --version | head -1)"
-	echo "image=$img"
-	sed 's/^/image_/' "$(dirname "$img")/provenance"
 	echo "project_commit=$(git -C "$TOPDIR" rev-parse HEAD 2>/dev/null || echo none)"
 	# Uncommitted changes make the commit a lie: say so, with a hash of them.
 	if [ -n "$(git -C "$TOPDIR" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
 		echo "project_dirty=$(git -C "$TOPDIR" diff HEAD 2>/dev/null | sha256sum | cut -c1-16)"
 	fi
 	echo "command=$0 $*"
+	# Natively, native-run.sh adds the rest (the order, the host).
+	if [ "$runner" = qemu ]; then
+		echo "runner=qemu"
+		echo "accel_requested=$accel"
+		echo "boot_order=${order[*]}"
+		echo "boots_per_flavour=$boots"
+		echo "seed=$seed"
+		echo "ops=$SWEEP loops=$LOOPS preempt_loops=$PREEMPT_LOOPS samples=$SAMPLES warmup=$WARMUP"
+		echo "perf_bench=${PERF_BENCH:-0}"
+		echo "benches=$BENCHES types=$TYPES"
+		echo "host_kernel=$(uname -r)"
+		echo "host_cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+		echo "host_cpus=$(nproc)"
+		# The host's state moves time under KVM (and emulated time under
+		# TCG); under icount it moves nothing, and is recorded all the same.
+		sh "$TOPDIR/scripts/host-state.sh"
+		echo "qemu=$(qemu-system-x86_64 --version | head -1)"
+		echo "image=$img"
+		sed 's/^/image_/' "$(dirname "$img")/provenance"
+	fi
 } > "$out/provenance"
+if [ "$runner" = native ]; then
+	st=0
+	waited env BIN="$out/bin" REPS="$boots" SEED="$seed" \
+		"$out/bin/native-run.sh" "$out" || st=$?
+	case $st in
+	0) ;;
+	3) log "correctness gates FAILED for some cells; they are recorded as invalid (see $out/rep-*/opbench.log)" ;;
+	*) rc=1 ;;
+	esac
+fi
 
 # Each walker's loops, counted in its flavour's vmlinux: the static side of
 # the slopes this run measures (analysis/designs.py reads them). The walker
@@ -217,11 +265,16 @@ for i in "${!order[@]}"; do
 		;;
 	esac
 done
-log "boots done in $(fmt_secs $(( $(date +%s) - t0 ))): $(cat "$out"/boot-*/opbench.json 2>/dev/null | wc -l) records in $out/boot-*/opbench.json"
+[ "$runner" = native ] ||
+	log "boots done in $(fmt_secs $(( $(date +%s) - t0 ))): $(cat "$out"/boot-*/opbench.json 2>/dev/null | wc -l) records in $out/boot-*/opbench.json"
 took[benchmarks]=$(( $(date +%s) - t ))
 [ $rc = 0 ] || log "some boots failed; analysing what they measured"
 stage=tracing
-step 2 "tracing: flame graph of signal, walk latency of switch at 2048 operations, walks per loop counted at 64"
+if [ "$runner" = qemu ]; then
+	step 2 "tracing: flame graph of signal, walk latency of switch at 2048 operations, walks per loop counted at 64"
+else
+	step 2 "tracing: none natively"
+fi
 # trace.sh with its own LOOPS and SAMPLES (none of the plan's settings)
 # and the run's own opbench, the binary its boots measured.
 trace() {
@@ -230,7 +283,9 @@ trace() {
 		OPBENCH="$out/bin/opbench" "$TOPDIR/tracing/trace.sh" "$@" >/dev/null
 }
 t=$(date +%s)
-if [[ " $FLAVOURS " == *" ops "* ]]; then
+if [ "$runner" = native ]; then
+	log "no tracing natively: bpftrace and perf would load programs into this machine's kernel"
+elif [[ " $FLAVOURS " == *" ops "* ]]; then
 	if ! trace flame ops signal 2048 baseline 0 ||
 		! trace bpf ops rseq_ops_lat.bt switch 2048; then
 		log "tracing failed (see $out/tracing/); the benchmarks and their analysis are not affected"
@@ -270,6 +325,10 @@ fi
 log "done in $(fmt_secs $(( $(date +%s) - t_start )))"
 log "report: $out/analysis/report.txt"
 log "plots:  $out/analysis/plots/"
-log "traces: $out/tracing/*-trace-*/ (flame.svg, diff.svg, ops/rseq_ops_lat.bt.out)"
-log "raw:    $out/boot-*/opbench.json"
+if [ "$runner" = qemu ]; then
+	log "traces: $out/tracing/*-trace-*/ (flame.svg, diff.svg, ops/rseq_ops_lat.bt.out)"
+	log "raw:    $out/boot-*/opbench.json"
+else
+	log "raw:    $out/rep-*/opbench.json"
+fi
 exit $rc

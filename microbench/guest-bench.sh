@@ -16,6 +16,9 @@
 #   benchmark's own default type, from opbench --list)
 #   SEED=n  the order of benchmarks and of N within each (0: as given)
 #   PERF_BENCH=1  also run perf bench syscall basic and sched pipe -T
+#   NATIVE=1  run on the host's own kernel (microbench/native-run.sh):
+#   no CPU is taken offline, preempt runs where CPUOPT says (default: the
+#   programs' own choice); OPBENCH, TCMODEL: the programs (default ./)
 # Writes opbench.json (records), opbench.log (progress), tcmodel.json and
 # tcmodel.log (with tcmalloc), guest-info.txt,
 # tsc.txt (the kernel's TSC and clocksource lines) and perf-bench.txt
@@ -46,10 +49,18 @@ dmesg | grep -i -E 'tsc|clocksource' > tsc.txt 2>&1
 # Every CPU but the first offline, or back online: preempt runs on one CPU
 # so that under icount no other vCPU's instructions fall into its gaps.
 cpus_online() {
+	[ "${NATIVE:-0}" = 1 ] && return 0	# never on the host's own CPUs
 	for c in /sys/devices/system/cpu/cpu[1-9]*/online; do
 		[ -w "$c" ] && echo "$1" > "$c"
 	done
 }
+
+# Where preempt runs: alone on CPU 0 in a guest (the others offline), where
+# the runner says natively.
+alone="-c 0"
+[ "${NATIVE:-0}" = 1 ] && alone=${CPUOPT:-}
+opbench=${OPBENCH:-./opbench}
+tcmodel=${TCMODEL:-./tcmodel}
 
 # The benchmarks in an order drawn from the seed (awk's srand), so that no
 # benchmark always runs first in a boot.
@@ -77,11 +88,11 @@ tcmalloc() {
 			cpuopt=
 			if [ "$cells" = preempt ]; then
 				cpus_online 0
-				cpuopt="-c 0"
+				cpuopt=$alone
 			fi
 			echo "guest-bench: tcmalloc $m $cells" >&2
 			# shellcheck disable=SC2086 # the options are lists
-			./tcmodel --mode $m $cpuopt -l "${TCM_LOOPS:-$LOOPS}" \
+			"$tcmodel" --mode $m $cpuopt -l "${TCM_LOOPS:-$LOOPS}" \
 				-p "${PREEMPT_LOOPS:-$LOOPS}" -s "$SAMPLES" -w "$WARMUP" \
 				${TCM_EXTRA:-} "$cells" >> tcmodel.json 2>> tcmodel.log
 			st=$?
@@ -119,12 +130,12 @@ for word in $order; do
 		[ "$t" = default ] || topt="-t $t"
 		if [ "$b" = preempt ]; then
 			cpus_online 0
-			cpuopt="-c 0"
+			cpuopt=$alone
 			loops=${PREEMPT_LOOPS:-$LOOPS}
 		fi
 		echo "guest-bench: $word type $t ops $ops" >&2
 		# shellcheck disable=SC2086 # the options are lists
-		./opbench -n "$ops" $topt $cpuopt $vopt -l "$loops" -s "$SAMPLES" -w "$WARMUP" \
+		"$opbench" -n "$ops" $topt $cpuopt $vopt -l "$loops" -s "$SAMPLES" -w "$WARMUP" \
 			--seed "$seed" ${EXTRA:-} "$b" >> opbench.json 2>> opbench.log
 		st=$?
 		[ "$b" = preempt ] && cpus_online 1

@@ -69,6 +69,7 @@ static const struct bench benches[] = {
 void sample_start(struct bench_ctx *ctx)
 {
 	ctx->switches0 = nr_switches();
+	ctx->pmu_ok = pmu_read(&ctx->pmu0);
 	if (ctx->mark) {
 		mark_begin();
 		ctx->mark_t0 = tsc_now();
@@ -145,10 +146,13 @@ bool emit_sample(struct bench_ctx *ctx, int sample, const struct iters *it,
 		 const char *unit_of_loop, long partner_violations)
 {
 	uint64_t mark_ticks = ctx->mark ? tsc_now() - ctx->mark_t0 : 0;
+	struct pmu_counts pc;
+	bool pmu_ok;
 	long sw;
 
 	if (ctx->mark)
 		mark_end();
+	pmu_ok = ctx->pmu_ok && pmu_read(&pc);
 	sw = ctx->switches0 >= 0 ? nr_switches() - ctx->switches0 : -1;
 	long counted = 0, walked = 0, no_event = 0, partial = 0, missed = 0;
 	long outliers = 0, unexpected = 0;
@@ -234,6 +238,8 @@ bool emit_sample(struct bench_ctx *ctx, int sample, const struct iters *it,
 		printf("\"switches_per_loop\":%.4f,", (double)sw / ctx->loops);
 	if (ctx->mark)
 		printf("\"mark_ticks\":%llu,", (unsigned long long)mark_ticks);
+	if (pmu_ok)
+		pmu_emit_fields(&ctx->pmu0, &pc, ctx->loops);
 	printf("\"valid\":%s,\"why\":\"%s\"}\n", valid ? "true" : "false", why);
 	ctx->switches0 = -1;
 	fflush(stdout);
@@ -523,6 +529,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	emit_clock();
+	/* On this (the measured) thread; the record says if there is none. */
+	pmu_open();
+	pmu_emit_record(ob_flavour, ob_kernel);
 
 	for (int b = 0; b < NR_BENCHES; b++) {
 		if (strcmp(argv[optind], "all") && strcmp(argv[optind], benches[b].name))

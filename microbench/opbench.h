@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "pmu.h"
 
 /*
  * What one timed iteration of a benchmark must show on the watched words
@@ -60,6 +61,8 @@ struct bench_ctx {
 	enum layout layout;	/* where the nodes live */
 	int pad;		/* syscall: extra instructions per call (0..64) */
 	unsigned int seed;	/* order of the cells, recorded */
+	struct pmu_counts pmu0;	/* the counters at sample_start() */
+	bool pmu_ok;		/* pmu0 was read */
 	bool mark;		/* --mark: the profiler's markers around each sample */
 	uint64_t mark_t0;	/* TSC right after the begin marker */
 };

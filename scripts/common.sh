@@ -64,8 +64,9 @@ guest_programs() {
 	shift
 	for p in "$@"; do targets+=("$out/$p"); done
 	mkdir -p "$out"
+	# STATIC=1: linked statically, to run on a host whatever its glibc.
 	in_buildroot --bind "$out" make -s -C "$TOPDIR/microbench" O="$out" \
-		"${targets[@]}" >/dev/null ||
+		${STATIC:+USERCFLAGS=-static} "${targets[@]}" >/dev/null ||
 		die "cannot build the guest programs $* (microbench/Makefile) in the build root"
 }
 

@@ -1,0 +1,331 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The native runner: the plan on this machine's own running kernel.
+
+microbench/native-run.sh runs the guest's payload (guest-bench.sh, opbench,
+tcmodel) here, one repetition in place of a boot; analysis/analyze.py reads
+its run as it reads a guest run, in nanoseconds. scripts/host-state.sh
+records what of the machine moves time, and says what to change. Nothing
+here loads anything into this machine's kernel or takes a CPU offline.
+
+The host tests build the programs with this machine's gcc; the rig test
+runs `make bench RUNNER=native`'s stages (bench-run.sh), with the static
+programs the build root makes.
+"""
+import glob
+import json
+import os
+import platform
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import TOP, bench_env
+
+RUNNER = os.path.join(TOP, "microbench", "native-run.sh")
+HOST_STATE = os.path.join(TOP, "scripts", "host-state.sh")
+ANALYZE = os.path.join(TOP, "analysis", "analyze.py")
+PY = "/usr/bin/python3"
+# A plan small enough for a host test: N = 0 and one operation (which an
+# unpatched kernel cannot run), three benchmarks, two repetitions a label.
+TINY = {"SWEEP": "0,1", "LOOPS": "200", "SAMPLES": "3", "WARMUP": "1",
+        "BENCHES": "syscall switch signal", "TYPES": "", "PERF_BENCH": "0",
+        "REPS": "2", "SEED": "11"}
+
+
+@pytest.fixture(scope="module")
+def kit(tmp_path_factory):
+    """A bin/ as native-run.sh wants it: the programs, built on this host
+    warning-free, beside the runner's scripts."""
+    out = tmp_path_factory.mktemp("bin")
+    r = subprocess.run(["make", "-s", "-C", os.path.join(TOP, "microbench"),
+                        "O=%s" % out, "USERCFLAGS=-Werror",
+                        "%s/opbench" % out, "%s/tcmodel" % out],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for f in (RUNNER, HOST_STATE,
+              os.path.join(TOP, "microbench", "guest-bench.sh")):
+        shutil.copy(f, out)
+    return str(out)
+
+
+def native(kit, out, **env):
+    # bench_env() clears the plan's variables: the tiny plan goes on top.
+    e = dict(bench_env(), BIN=kit, **dict(TINY, **env))
+    return subprocess.run(["sh", RUNNER, str(out)], env=e,
+                          capture_output=True, text=True, timeout=600)
+
+
+def analyse(run):
+    r = subprocess.run([PY, ANALYZE, str(run), "-q", "--strict"],
+                       capture_output=True, text=True, timeout=600)
+    with open(os.path.join(run, "analysis", "analysis.json")) as f:
+        a = json.load(f)
+    with open(os.path.join(run, "analysis", "report.txt")) as f:
+        return r, a, f.read()
+
+
+@pytest.fixture(scope="module")
+def aa_run(kit, tmp_path_factory):
+    """One A/A run of the running kernel, analysed."""
+    run = tmp_path_factory.mktemp("runs") / "aa"
+    r = native(kit, run, AA="1")
+    assert r.returncode == 0, r.stderr[-3000:]
+    return (run,) + analyse(str(run))
+
+
+def test_repetitions_in_rounds(aa_run):
+    """AA=1: each round holds both labels once, in an order drawn from the
+    seed; each repetition has its records, its kernel and the host's
+    state."""
+    run = aa_run[0]
+    reps = sorted(os.listdir(run))
+    reps = [d for d in reps if d.startswith("rep-")]
+    order = [d.split("-", 2)[2] for d in
+             sorted(reps, key=lambda d: int(d.split("-")[1]))]
+    assert len(order) == 4
+    for i in (0, 2):
+        assert sorted(order[i:i + 2]) == ["native", "native2"]
+    for d in reps:
+        p = os.path.join(run, d)
+        for f in ("opbench.json", "native.json", "kernel-provenance",
+                  "host-state", "guest-info.txt"):
+            assert os.path.getsize(os.path.join(p, f)) > 0, (d, f)
+        kp = dict(ln.split("=", 1) for ln in open(
+            os.path.join(p, "kernel-provenance")).read().splitlines())
+        assert kp["kernel_release"] == platform.release()
+        assert kp["series_hash"] == "none"
+    prov = open(os.path.join(run, "provenance")).read()
+    assert "runner=native\n" in prov and "reference=native\n" in prov
+    assert "host_governor=" in prov and "host_pmu=" in prov
+
+
+def test_report_in_ns_with_the_host_state(aa_run):
+    """The unit comes from the run's records (native: ns), the header
+    gives the host's state and the PMU's, and nothing says QEMU."""
+    _, r, a, text = aa_run
+    assert r.returncode == 0, r.stderr
+    assert a["accel"] == "native" and a["unit"] == "ns"
+    assert a["reference"] == "native"
+    assert a["flavours"] == ["native", "native2"]
+    head = text.split("-" * 72)[0]
+    assert "Units       ns: time on this machine's own CPU" in head
+    assert "Host state" in head and "Runner      native" in head
+    fields = [ln.split()[0] for ln in head.splitlines() if ln[:1].isalpha()]
+    assert "QEMU" not in fields and "Image" not in fields
+    assert "rep-*/opbench.json" in text
+    pmu = os.path.isdir("/sys/bus/event_source/devices/cpu")
+    assert ("PMU         none: perf_event_open(cycles)" in head) != pmu
+
+
+def test_ops_cells_unsupported_not_failed(aa_run):
+    """N = 1 on a kernel without operations: unsupported by its release,
+    never an invalid cell, a failure or a zero."""
+    _, _, a, text = aa_run
+    assert not [x for x in a["invalid"] if x["nr_ops"] == 1]
+    for g in a["groups"]:
+        assert sorted(g["unsupported"]) == [["native", 1], ["native2", 1]]
+        assert all(c["nr_ops"] == 0 for c in g["cells"])
+    assert text.count("unsupported by %s" % platform.release()) == 6
+
+
+def test_aa_comparison_made(aa_run):
+    """The twin label is compared with the reference at N = 0 in every
+    benchmark: an A/A comparison in ns."""
+    _, _, a, _ = aa_run
+    rows = [(m["bench"], m["flavour"], m["nr_ops"]) for m in a["mission"]]
+    assert sorted(rows) == [(b, "native2", 0)
+                            for b in ("signal", "switch", "syscall")]
+    for m in a["mission"]:
+        assert m["diff_ci"][0] < m["diff_ci"][1]
+
+
+def test_no_pmu_columns_without_counters(aa_run):
+    """Where there is no PMU the records say why and no counter appears:
+    absent, not zero."""
+    if os.path.isdir("/sys/bus/event_source/devices/cpu"):
+        pytest.skip("this machine has a CPU PMU")
+    run, _, a, text = aa_run
+    recs = [json.loads(ln) for f in glob.glob(str(run / "rep-*" /
+                                                  "opbench.json"))
+            for ln in open(f)]
+    pmu = [r for r in recs if r["kind"] == "pmu"]
+    assert pmu and not any(r["available"] for r in pmu)
+    assert not [k for r in recs for k in r if k.startswith("pmu_")]
+    assert all(g["pmu"] is None for g in a["groups"])
+    assert "PMU counters" not in text
+
+
+def test_counting_path_with_software_events(kit, tmp_path):
+    """OPBENCH_PMU=software puts software events in the group's places:
+    the reading, scaling, records and report are exercised here, and
+    labelled as stand-ins. task_clock per loop is the loop's time; the
+    switch benchmark switches out once per loop."""
+    run = tmp_path / "sw"
+    r = native(kit, run, OPBENCH_PMU="software", REPS="1",
+               BENCHES="syscall switch")
+    assert r.returncode == 0, r.stderr[-3000:]
+    r, a, text = analyse(str(run))
+    assert a["pmu"]["available"] and a["pmu"]["source"] == ["software"]
+    assert "software stand-ins" in text
+    by = {g["bench"]: g for g in a["groups"]}
+    sw = by["switch"]["pmu"]["cells"][0]
+    assert sw["context_switches"] == pytest.approx(1.0, abs=0.05)
+    sc = by["syscall"]["pmu"]["cells"][0]
+    assert sc["context_switches"] < 0.05
+    # The task clock counts the whole loop, the TSC only the round trip:
+    # the same order of magnitude, the clock not below the trip.
+    trip = next(c["value"] for c in by["syscall"]["cells"])
+    assert trip * 0.8 < sc["task_clock"] < trip * 5
+
+
+@pytest.mark.parametrize("env, msg", [
+    ({"REPS": "0"}, "REPS=0: want at least 1"),
+    ({"REPS": "x"}, "REPS='x'"),
+    ({"AA": "2"}, "AA='2'"),
+    ({"SEED": "0"}, "SEED='0'"),
+    ({"CPU": "a"}, "CPU='a'"),
+    ({"SWEEP": ""}, "SWEEP is unset"),
+])
+def test_bad_input_refused(kit, tmp_path, env, msg):
+    r = native(kit, tmp_path / "r", **env)
+    assert r.returncode == 2 and msg in r.stderr, r.stderr
+    assert not glob.glob(str(tmp_path / "r" / "rep-*"))
+
+
+def test_earlier_run_never_overwritten(kit, tmp_path):
+    run = tmp_path / "r"
+    (run / "rep-1-native").mkdir(parents=True)
+    (run / "rep-1-native" / "opbench.json").write_text("keep\n")
+    r = native(kit, run)
+    assert r.returncode == 2 and "already holds a run" in r.stderr
+    assert (run / "rep-1-native" / "opbench.json").read_text() == "keep\n"
+
+
+def test_missing_programs_named(tmp_path):
+    e = dict(bench_env(), BIN=str(tmp_path), **TINY)
+    r = subprocess.run(["sh", RUNNER, str(tmp_path / "r")], env=e,
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "opbench is missing" in r.stderr
+
+
+# host-state.sh on a fake sysfs and procfs -----------------------------------
+
+def fake_root(tmp_path, governors, no_turbo="0", smt="1", isolated="",
+              nohz="(null)", thp="[always] madvise never", pmu=True,
+              clocksource="tsc"):
+    files = {
+        "proc/cpuinfo": "model name\t: Test Xeon\n",
+        "proc/cmdline": "quiet\n",
+        "proc/sys/kernel/perf_event_paranoid": "2\n",
+        "proc/sys/kernel/randomize_va_space": "2\n",
+        "sys/devices/system/cpu/online": "0-%d\n" % (len(governors) - 1),
+        "sys/devices/system/cpu/smt/active": smt + "\n",
+        "sys/devices/system/cpu/intel_pstate/no_turbo": no_turbo + "\n",
+        "sys/devices/system/cpu/isolated": isolated + "\n",
+        "sys/devices/system/cpu/nohz_full": nohz + "\n",
+        "sys/kernel/mm/transparent_hugepage/enabled": thp + "\n",
+        "sys/devices/system/clocksource/clocksource0/current_clocksource":
+            clocksource + "\n",
+        "sys/module/kvm/parameters/halt_poll_ns": "200000\n",
+    }
+    for i, g in enumerate(governors):
+        files["sys/devices/system/cpu/cpu%d/cpufreq/scaling_governor" % i] = \
+            g + "\n"
+        files["sys/devices/system/cpu/cpu%d/cpufreq/scaling_driver" % i] = \
+            "intel_pstate\n"
+    for path, text in files.items():
+        p = tmp_path / path
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    if pmu:
+        (tmp_path / "sys/bus/event_source/devices/cpu").mkdir(parents=True)
+    return tmp_path
+
+
+def host_state(root, *args):
+    r = subprocess.run(["sh", HOST_STATE] + list(args),
+                       env=dict(os.environ, SYSROOT=str(root)),
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_host_state_read_from_sysfs(tmp_path):
+    root = fake_root(tmp_path, ["powersave", "powersave", "performance"],
+                     isolated="2", nohz="2")
+    kv = dict(ln.split("=", 1) for ln in host_state(root).splitlines())
+    assert kv["host_cpu_model"] == "Test Xeon"
+    assert kv["host_cpus_online"] == "0-2"
+    assert kv["host_governor"] == "powersave,performance"
+    assert kv["host_cpufreq_driver"] == "intel_pstate"
+    assert kv["host_turbo"] == "on" and kv["host_smt"] == "on"
+    assert kv["host_isolated"] == "2" and kv["host_nohz_full"] == "2"
+    assert kv["host_thp"] == "always" and kv["host_pmu"] == "cpu"
+    assert kv["host_kvm_halt_poll_ns"] == "200000"
+    assert kv["host_perf_event_paranoid"] == "2"
+
+
+def test_host_check_says_what_to_change(tmp_path):
+    """A noisy machine: every setting that moves time gets its fix."""
+    root = fake_root(tmp_path, ["powersave"] * 2, no_turbo="0", smt="1",
+                     thp="[always] madvise never", pmu=False,
+                     clocksource="hpet")
+    adv = host_state(root, "--advice")
+    assert "governor: powersave: set performance" in adv
+    assert "turbo: on:" in adv and "no_turbo" in adv
+    assert "smt: on:" in adv
+    assert "isolated: none: " in adv and "isolcpus=" in adv
+    assert "thp: always:" in adv
+    assert "pmu: none:" in adv
+    assert "clocksource: hpet:" in adv
+
+
+def test_host_check_quiet_machine_ok(tmp_path):
+    """A machine set up for timing: every line says ok."""
+    root = fake_root(tmp_path, ["performance"] * 4, no_turbo="1", smt="0",
+                     isolated="2-3", nohz="2-3",
+                     thp="always [madvise] never")
+    adv = host_state(root, "--advice").splitlines()
+    bad = [ln for ln in adv if not (ln.endswith("ok") or ": ok " in ln
+                                   or "ok (" in ln or "kvm" in ln)]
+    assert not bad, bad
+
+
+def test_host_state_without_files(tmp_path):
+    """An empty root (a container without sysfs): every fact reads none,
+    nothing fails."""
+    kv = dict(ln.split("=", 1) for ln in host_state(tmp_path).splitlines())
+    assert kv["host_governor"] == "none" and kv["host_pmu"] == "none"
+    assert kv["host_turbo"] == "none" and kv["host_isolated"] == "none"
+
+
+# make bench RUNNER=native's stages --------------------------------------------
+
+@pytest.mark.rig
+def test_bench_native_stage(tmp_path):
+    """bench-run.sh RUNNER=native: the build root's static programs in the
+    run's bin/ (a kit), repetitions of the running kernel, the analysis in
+    ns; no kernel, image or tracing is needed or made."""
+    env = dict(bench_env(), RUNNER="native", PLAN="quick",
+               RESULTS_ROOT=str(tmp_path), BOOTS="2", SWEEP="0,1",
+               LOOPS="200", SAMPLES="3", PERF_BENCH="0",
+               BENCHES="syscall switch signal tcmalloc")
+    r = subprocess.run([os.path.join(TOP, "microbench", "bench-run.sh")],
+                       cwd=TOP, env=env, capture_output=True, text=True,
+                       timeout=1800)
+    assert r.returncode == 0, r.stderr[-4000:]
+    run, = glob.glob(str(tmp_path / "*-quick-native"))
+    assert not os.path.exists(os.path.join(run, "INCOMPLETE"))
+    assert not os.path.exists(os.path.join(run, "tracing"))
+    for p in ("opbench", "tcmodel", "native-run.sh", "guest-bench.sh",
+              "host-state.sh"):
+        assert os.path.exists(os.path.join(run, "bin", p)), p
+    f = subprocess.run(["file", os.path.join(run, "bin", "opbench")],
+                       capture_output=True, text=True).stdout
+    assert "statically linked" in f, f
+    text = open(os.path.join(run, "analysis", "report.txt")).read()
+    assert "Units       ns:" in text and "Runner      native" in text
+    assert "unsupported by %s" % platform.release() in text
+    prov = open(os.path.join(run, "provenance")).read()
+    assert "plan=quick" in prov and "project_commit=" in prov
