@@ -91,7 +91,7 @@ check_env = KCONFIG=$(call sq,$(KCONFIG)) TOOLCHAIN=$(call sq,$(TOOLCHAIN)) \
 	$(foreach v,$(filter SERIES_%,$(.VARIABLES)),$(v)=$(call sq,$($(v))))
 check_kernels = $(call check,$(check_env) kernel-patch/scripts/kernels.sh --check $(1))
 
-ifneq ($(call goals,plan-check bench bench-kernels),)
+ifneq ($(call goals,plan-check bench bench-kernels kit),)
 # The plan, as common.sh's load_plan reads it; OPS only for make bench,
 # whose scripts would see it.
 $(call check,$(if $(call goals,bench),$(if $(filter command line,$(origin OPS)),OPS=$(call sq,$(OPS))),env -u OPS) \
@@ -132,7 +132,7 @@ endif
 .PHONY: help deps buildroot source config kernels kernel test-kernels image \
 	vm-check boot-time test test-host selftests selftests-op differential \
 	check-series plan-check bench bench-kernels bench-walker report flamegraph trace \
-	test-resident plugin-header host-check \
+	test-resident plugin-header host-check kit \
 	trace-validate trace-overhead stress clean-cache cover-perf cover-letter
 
 help:
@@ -140,6 +140,9 @@ help:
 	@echo '  bench          everything for the benchmark plan PLAN: kernels, image,'
 	@echo '                 benchmarks, tracing, analysis, report'
 	@echo '                 RUNNER=native: the plan on this machine'"'"'s own kernel, in time'
+	@echo '  kit            a tarball for a test box: the static programs, PLAN, a runner'
+	@echo '                 and a README (KIT=file.tar.gz; default results/kit-*.tar.gz);'
+	@echo '                 its results come back to make report RESULTS='
 	@echo '  host-check     what of this machine'"'"'s state moves time (governor, turbo,'
 	@echo '                 SMT, isolated CPUs, THP, PMU, ...) and what to change'
 	@echo '  bench-walker   make bench PLAN=walker: our walker, the kernel-resident variant'
@@ -325,6 +328,11 @@ else
 bench: deps bench-kernels image
 	$(Q)PLAN=$(PLAN) FLAVOURS="$(BENCH_FLAVOURS)" microbench/bench-run.sh
 endif
+
+# A self-contained kit of PLAN for a test box (microbench/kit.sh).
+kit: deps buildroot
+	$(Q)mkdir -p results
+	$(Q)PLAN=$(PLAN) microbench/kit.sh $(or $(KIT),results/kit-$(PLAN)-$$(date -u +%Y%m%dT%H%M%SZ).tar.gz)
 
 # What of this machine's state moves a time measurement, and what to change.
 host-check:

@@ -329,3 +329,34 @@ def test_bench_native_stage(tmp_path):
     assert "unsupported by %s" % platform.release() in text
     prov = open(os.path.join(run, "provenance")).read()
     assert "plan=quick" in prov and "project_commit=" in prov
+
+
+@pytest.mark.rig
+def test_kit_runs_alone_and_reports(tmp_path):
+    """make kit's tarball, unpacked into an empty directory with no project
+    beside it and run with an empty environment, writes a results directory
+    that make report analyses."""
+    kit_tgz = tmp_path / "kit.tar.gz"
+    r = subprocess.run(["make", "-s", "kit", "PLAN=quick", "KIT=%s" % kit_tgz],
+                       cwd=TOP, capture_output=True, text=True, timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    box = tmp_path / "box"
+    box.mkdir()
+    subprocess.run(["tar", "-C", str(box), "-xzf", str(kit_tgz)], check=True)
+    assert sorted(os.listdir(box)) == ["rseq-opbench-kit"]
+    env = {"PATH": "/usr/bin:/bin", "SWEEP": "0,1", "LOOPS": "200",
+           "SAMPLES": "3", "REPS": "2", "BENCHES": "syscall signal",
+           "PERF_BENCH": "0"}
+    res = box / "results"
+    r = subprocess.run(["sh", "rseq-opbench-kit/run.sh", str(res)], cwd=box,
+                       env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    prov = (res / "provenance").read_text()
+    assert "plan=quick" in prov and "kit_plan=quick" in prov
+    assert "runner=native" in prov
+    r = subprocess.run(["make", "-s", "report", "RESULTS=%s" % res], cwd=TOP,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    text = (res / "analysis" / "report.txt").read_text()
+    assert "Units       ns:" in text
+    assert "unsupported by %s" % platform.release() in text
