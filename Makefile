@@ -112,6 +112,12 @@ $(error kernel: name one: make kernel FLAVOUR=baseline|ops|control|<name> [SERIE
 endif
 $(call check,$(check_env) kernel-patch/scripts/kernel-build.sh --check $(call sq,$(FLAVOUR)) $(SERIES))
 endif
+ifneq ($(call goals,deb),)
+ifeq ($(FLAVOUR),)
+$(error deb: name one: make deb FLAVOUR=baseline|ops|... [DEB_DIR=results/debs])
+endif
+$(call check_kernels,$(FLAVOUR))
+endif
 ifneq ($(call goals,differential),)
 ifeq ($(wildcard $(RFC_SERIES)/.),)
 $(error differential: RFC_SERIES=$(RFC_SERIES) does not exist; point it at the RFC patches)
@@ -132,7 +138,7 @@ endif
 .PHONY: help deps buildroot source config kernels kernel test-kernels image \
 	vm-check boot-time test test-host selftests selftests-op differential \
 	check-series plan-check bench bench-kernels bench-walker report flamegraph trace \
-	test-resident plugin-header host-check kit \
+	test-resident plugin-header host-check kit deb \
 	trace-validate trace-overhead stress clean-cache cover-perf cover-letter
 
 help:
@@ -140,6 +146,10 @@ help:
 	@echo '  bench          everything for the benchmark plan PLAN: kernels, image,'
 	@echo '                 benchmarks, tracing, analysis, report'
 	@echo '                 RUNNER=native: the plan on this machine'"'"'s own kernel, in time'
+	@echo '  deb            an installable package of FLAVOUR (DEB_DIR, default'
+	@echo '                 results/debs): its kernel and /boot/opbench-provenance-*,'
+	@echo '                 for a virtual test box (the guest configuration); never'
+	@echo '                 installed here'
 	@echo '  kit            a tarball for a test box: the static programs, PLAN, a runner'
 	@echo '                 and a README (KIT=file.tar.gz; default results/kit-*.tar.gz);'
 	@echo '                 its results come back to make report RESULTS='
@@ -328,6 +338,11 @@ else
 bench: deps bench-kernels image
 	$(Q)PLAN=$(PLAN) FLAVOURS="$(BENCH_FLAVOURS)" microbench/bench-run.sh
 endif
+
+# An installable package of one flavour for a test box (never installed here).
+deb: source
+	$(Q)kernel-patch/scripts/kernels.sh $(FLAVOUR)
+	$(Q)kernel-patch/scripts/kernel-deb.sh $(FLAVOUR) $(or $(DEB_DIR),results/debs) >/dev/null
 
 # A self-contained kit of PLAN for a test box (microbench/kit.sh).
 kit: deps buildroot

@@ -19,7 +19,8 @@
 #         host-state.sh; default this script's).
 #
 # The kernel: one that this project built and packaged (make deb) carries
-# /boot/opbench-provenance-<release>; its label is its flavour and its
+# /boot/opbench-provenance-<release> (BOOT_DIR: another directory than
+# /boot, for tests); its label is its flavour and its
 # provenance, series hash included, goes into every repetition. Any other
 # kernel is an unpatched reference: labelled "native", named by uname -r.
 # Cells it cannot run (operations on a kernel without them) come back as
@@ -69,7 +70,7 @@ out=$(cd "$out" && pwd)
 
 # The kernel and its label.
 rel=$(uname -r)
-kprov=/boot/opbench-provenance-$rel
+kprov=${BOOT_DIR:-/boot}/opbench-provenance-$rel
 if [ -r "$kprov" ]; then
 	label=$(sed -n 's/^flavour=//p' "$kprov")
 	[ -n "$label" ] || die "$kprov names no flavour: reinstall the package make deb built"

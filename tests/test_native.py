@@ -360,3 +360,50 @@ def test_kit_runs_alone_and_reports(tmp_path):
     text = (res / "analysis" / "report.txt").read_text()
     assert "Units       ns:" in text
     assert "unsupported by %s" % platform.release() in text
+
+
+@pytest.mark.rig
+def test_deb_holds_the_flavours_kernel(tmp_path, kit):
+    """make deb FLAVOUR=ops: the package holds the very kernel the guests
+    boot and its provenance (series hash) as /boot/opbench-provenance-*;
+    the native runner, on a machine running it, labels its repetitions
+    with the flavour and records the series hash (here a BOOT_DIR stands
+    for the test box's /boot: nothing is installed)."""
+    from conftest import kernel_dir
+    debs = tmp_path / "debs"
+    r = subprocess.run(["make", "-s", "deb", "FLAVOUR=ops",
+                        "DEB_DIR=%s" % debs], cwd=TOP, capture_output=True,
+                       text=True, timeout=3600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    deb, = glob.glob(str(debs / "*.deb"))
+    k = kernel_dir("ops")
+    prov = dict(ln.split("=", 1) for ln in
+                open(os.path.join(k, "provenance")).read().splitlines())
+    rel = prov["kernel_release"]
+    assert os.path.basename(deb).startswith("linux-image-%s_" % rel)
+    assert prov["series_hash"][:12] in os.path.basename(deb)
+    root = tmp_path / "root"
+    subprocess.run(["dpkg-deb", "-x", deb, str(root)], check=True)
+    boot = root / "boot"
+    assert (boot / ("vmlinuz-" + rel)).read_bytes() == \
+        open(os.path.join(k, "bzImage"), "rb").read()
+    assert (boot / ("opbench-provenance-" + rel)).read_text() == \
+        open(os.path.join(k, "provenance")).read()
+    info = subprocess.run(["dpkg-deb", "-f", deb, "Package", "Version"],
+                          capture_output=True, text=True).stdout
+    assert "linux-image-%s" % rel in info
+    # The test box runs that kernel: its /boot holds the provenance under
+    # the running release.
+    box = tmp_path / "box-boot"
+    box.mkdir()
+    shutil.copy(boot / ("opbench-provenance-" + rel),
+                box / ("opbench-provenance-" + platform.release()))
+    run = tmp_path / "run"
+    r = native(kit, run, BOOT_DIR=str(box), REPS="1", BENCHES="syscall",
+               SWEEP="0")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "flavour ops built by rseq-opbench" in r.stderr
+    rep, = glob.glob(str(run / "rep-1-ops"))
+    kp = open(os.path.join(rep, "kernel-provenance")).read()
+    assert "series_hash=%s\n" % prov["series_hash"] in kp
+    assert "reference=ops\n" in (run / "provenance").read_text()
