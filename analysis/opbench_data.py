@@ -254,6 +254,12 @@ def analyse(run):
     counted = pmu.analyse(out["groups"], col["extra"], valid)
     for g in out["groups"]:
         g["pmu"] = counted.get((g["bench"], g["op_type"], g["reg"]))
+        # Under icount the figure is itself instructions: the PMU's slope
+        # must agree with it (about 1 %).
+        for fl, s in (g["pmu"] or {}).get("slopes", {}).items():
+            fig = g["per_walk"].get(fl, {}).get("value")
+            if accel == "icount" and fig:
+                s["icount"], s["ratio"] = fig, s["value"] / fig
     out["designs"] = designs.analyse(out)
     out["tcmalloc"] = tcmalloc_model.analyse(run, out)
     # The run is usable when every cell passed its gate; analyze.py's exit

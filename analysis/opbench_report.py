@@ -150,7 +150,10 @@ def pmu_lines(g):
             (" multiplexed" if c["multiplexed"] else "")).rstrip())
     for fl, s in sorted(p["slopes"].items()):
         lines += indented("%s: %s %s instructions per operation per walk "
-                          "(PMU)" % (fl, num(s["value"]), ci(s["ci"])))
+                          "(PMU)%s" % (fl, num(s["value"]), ci(s["ci"]),
+                                       "; icount %s, ratio %.4f" % (
+                                           num(s["icount"]), s["ratio"])
+                                       if "ratio" in s else ""))
     return lines
 
 

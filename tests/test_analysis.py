@@ -373,3 +373,62 @@ def test_walker_loops_finds_the_loop(tmp_path):
 
 
 # The cover letter and cover_perf.py: tests/test_cover_letter.py.
+
+
+def test_pmu_counters_reported_beside_the_figures(tmp_path):
+    """Hardware counters in the samples (as opbench writes them where
+    perf_event_open counts: bare metal, KVM with a virtual PMU): the
+    report gives them per loop and the instructions' slope per operation
+    per walk, which on the same code agrees with the instruction figure
+    of the run (here the synthetic icount figures, plus a little noise)."""
+    import random
+    d = synthetic(tmp_path)
+    rng = random.Random(5)
+
+    def count(recs):
+        out = [{"kind": "pmu", "flavour": recs[0].get("flavour", "?"),
+                "kernel": "k", "available": True, "source": "hardware",
+                "events": ["cycles", "instructions"], "why": ""}]
+        for r in recs:
+            if r.get("kind") == "sample":
+                r = dict(r, pmu_instructions=r["tsc_median"] *
+                         (1 + rng.uniform(-0.001, 0.001)),
+                         pmu_cycles=3.0 * r["tsc_median"])
+            out.append(r)
+        return out
+    for boot in os.listdir(d):
+        if boot.startswith("boot-"):
+            rewrite(d, boot, count)
+    a = opbench_data.analyse(opbench_data.load(d))
+    assert a["pmu"]["available"] and a["pmu"]["source"] == ["hardware"]
+    g = {x["bench"]: x for x in a["groups"]}["switch"]
+    pw = g["pmu"]["slopes"]["ops"]["value"]
+    ref = g["per_walk"]["ops"]["value"]
+    assert abs(pw / ref - 1) < 0.01
+    text = opbench_report.render(a)
+    assert "PMU         hardware counters per sample: cycles, instructions" \
+        in text
+    assert "instructions per operation per walk (PMU); icount" in \
+        " ".join(text.split())
+    assert abs(g["pmu"]["slopes"]["ops"]["ratio"] - 1) < 0.01
+    assert "PMU counters per loop" in text
+
+
+def test_no_pmu_record_says_why(tmp_path):
+    """A run whose opbench found no PMU: the header says why and no
+    counter column appears (absent, not zero)."""
+    d = synthetic(tmp_path)
+
+    def none(recs):
+        return [{"kind": "pmu", "flavour": "x", "kernel": "k",
+                 "available": False, "source": "hardware", "events": [],
+                 "why": "perf_event_open(cycles): No such file or "
+                        "directory: no hardware PMU here"}] + recs
+    for boot in os.listdir(d):
+        if boot.startswith("boot-"):
+            rewrite(d, boot, none)
+    a = opbench_data.analyse(opbench_data.load(d))
+    text = opbench_report.render(a)
+    assert "PMU         none: perf_event_open(cycles)" in text
+    assert "PMU counters" not in text
+    assert all(g["pmu"] is None for g in a["groups"])
