@@ -65,6 +65,10 @@ endif
 PLAN_FLAVOURS = $(shell env -u OPS bash -c '. scripts/common.sh && load_plan "$$1" && echo "$$FLAVOURS"' \
 	bench '$(PLAN)' 2>/dev/null)
 BENCH_FLAVOURS = $(if $(filter command line,$(origin FLAVOURS)),$(FLAVOURS),$(PLAN_FLAVOURS))
+# The plan's latency flavours (KCONFIG=latency kernels), LATENCY wins.
+PLAN_LATENCY = $(shell env -u OPS bash -c '. scripts/common.sh && load_plan "$$1" && echo "$${LATENCY:-}"' \
+	bench '$(PLAN)' 2>/dev/null)
+BENCH_LATENCY = $(if $(filter command line,$(origin LATENCY)),$(LATENCY),$(PLAN_LATENCY))
 
 ifeq ($(V),1)
 Q :=
@@ -112,6 +116,9 @@ $(error kernel: name one: make kernel FLAVOUR=baseline|ops|control|<name> [SERIE
 endif
 $(call check,$(check_env) kernel-patch/scripts/kernel-build.sh --check $(call sq,$(FLAVOUR)) $(SERIES))
 endif
+ifneq ($(call goals,latency),)
+$(call check_kernels,$(LATENCY_FLAVOURS))
+endif
 ifneq ($(call goals,deb),)
 ifeq ($(FLAVOUR),)
 $(error deb: name one: make deb FLAVOUR=baseline|ops|... [DEB_DIR=results/debs])
@@ -138,7 +145,7 @@ endif
 .PHONY: help deps buildroot source config kernels kernel test-kernels image \
 	vm-check boot-time test test-host selftests selftests-op differential \
 	check-series plan-check bench bench-kernels bench-walker report flamegraph trace \
-	test-resident plugin-header host-check kit deb \
+	test-resident plugin-header host-check kit deb latency \
 	trace-validate trace-overhead stress clean-cache cover-perf cover-letter
 
 help:
@@ -146,6 +153,10 @@ help:
 	@echo '  bench          everything for the benchmark plan PLAN: kernels, image,'
 	@echo '                 benchmarks, tracing, analysis, report'
 	@echo '                 RUNNER=native: the plan on this machine'"'"'s own kernel, in time'
+	@echo '  latency        the longest irqs-off and preemption-off stretch at N = 0, 64,'
+	@echo '                 65, 2048, both layouts, by the kernel'"'"'s tracers, on their own'
+	@echo '                 kernels (KCONFIG=latency) of LATENCY (default: the plan'"'"'s, or'
+	@echo '                 ops resident); PLAN=walker has it in its report'
 	@echo '  deb            an installable package of FLAVOUR (DEB_DIR, default'
 	@echo '                 results/debs): its kernel and /boot/opbench-provenance-*,'
 	@echo '                 for a virtual test box (the guest configuration); never'
@@ -205,7 +216,7 @@ help:
 	@echo '        on the kernel this machine runs (time, not instructions: no QEMU,'
 	@echo '        no tracing; one repetition stands for a boot, BOOTS of them; AA=1'
 	@echo '        labels them as two flavours for an A/A comparison; CPU= pins)'
-	@echo '  SWEEP LOOPS PREEMPT_LOOPS SAMPLES WARMUP BENCHES TYPES BOOTS PERF_BENCH'
+	@echo '  SWEEP LOOPS PREEMPT_LOOPS SAMPLES WARMUP BENCHES TYPES BOOTS PERF_BENCH LATENCY'
 	@echo '        override a plan'"'"'s line (SWEEP: the list of N, e.g. 0,1,2048;'
 	@echo '        BOOTS: boots per flavour; PREEMPT_LOOPS: preemptions per sample);'
 	@echo '        SEED orders boots and cells (drawn and recorded when unset);'
@@ -218,6 +229,7 @@ help:
 	@echo '        flamegraph, trace'
 	@echo '        (default TRACE_FLAVOUR=$(TRACE_FLAVOUR))'
 	@echo '  KCONFIG=$(KCONFIG)  kernel configuration: default (measurements) | debug'
+	@echo '        (correctness) | latency (the irqsoff and preemptoff tracers)'
 	@echo '  TOOLCHAIN=$(TOOLCHAIN)  trixie: gcc 14 in the build root, as Debian builds its'
 	@echo '        kernels; host: this machine'"'"'s gcc (12.2 on bookworm: asm goto outputs'
 	@echo '        off), for old-against-new comparisons only'
@@ -329,6 +341,7 @@ plan-check:
 
 bench-kernels: source
 	$(Q)kernel-patch/scripts/kernels.sh $(BENCH_FLAVOURS)
+	$(if $(strip $(BENCH_LATENCY)),$(Q)KCONFIG=latency kernel-patch/scripts/kernels.sh $(BENCH_LATENCY))
 
 # RUNNER=native: no kernel, no image; the build root builds the programs.
 ifeq ($(RUNNER),native)
@@ -338,6 +351,15 @@ else
 bench: deps bench-kernels image
 	$(Q)PLAN=$(PLAN) FLAVOURS="$(BENCH_FLAVOURS)" microbench/bench-run.sh
 endif
+
+# The longest interrupts- and preemption-off stretch a walk adds, on the
+# latency tracers' own kernels (tracing/latency.sh), and its table.
+LATENCY_FLAVOURS = $(or $(strip $(BENCH_LATENCY)),ops resident)
+latency: source image
+	$(Q)KCONFIG=latency kernel-patch/scripts/kernels.sh $(LATENCY_FLAVOURS)
+	$(Q)d=results/$$(date -u +%Y%m%dT%H%M%SZ)-latency && \
+		tracing/latency.sh $$d $(LATENCY_FLAVOURS) && \
+		$(PYTHON) analysis/latency_table.py $$d
 
 # An installable package of one flavour for a test box (never installed here).
 deb: source

@@ -17,6 +17,7 @@ import numpy as np
 
 import opbench_stats as st
 import designs
+import latency
 import pmu
 import tcmalloc_model
 from cross_checks import (AGREE, IRQS_OFF_MAX, WALK_BENCHES,
@@ -260,6 +261,7 @@ def analyse(run):
             fig = g["per_walk"].get(fl, {}).get("value")
             if accel == "icount" and fig:
                 s["icount"], s["ratio"] = fig, s["value"] / fig
+    out["latency"] = latency.analyse(run.get("latency", []), accel)
     out["designs"] = designs.analyse(out)
     out["tcmalloc"] = tcmalloc_model.analyse(run, out)
     # The run is usable when every cell passed its gate; analyze.py's exit

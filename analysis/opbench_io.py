@@ -18,6 +18,7 @@ Input, as microbench/bench-run.sh writes it:
         tsc.txt, perf-bench.txt
     results/<date>-<label>/walker-loops/<flavour>.txt  analysis/walker_loops.py
     results/<date>-<label>/tracing/...                 make bench's tracing
+    results/<date>-<label>/latency/<flavour>/latency.json  tracing/latency.sh
 Output: load() returns the run as plain dicts; nothing else in analysis/
 opens a file of the run (opbench_data.analyse derives every figure from it).
 
@@ -217,6 +218,13 @@ def walk_counts(rdir):
     return out
 
 
+def latency_records(d):
+    """tracing/latency.sh's records under d (<flavour>/latency.json)."""
+    return [r for p in sorted(glob.glob(os.path.join(d, "*",
+                                                     "latency.json")))
+            for r in read_records(p) if r.get("kind") == "latency"]
+
+
 def _json(path):
     """A JSON file's object, {} when the file does not exist."""
     if not os.path.exists(path):
@@ -273,4 +281,5 @@ def load(rdir):
                            if os.path.exists(os.path.join(rdir, INCOMPLETE))
                            else None),
             "walk_counts": walk_counts(rdir),
+            "latency": latency_records(os.path.join(rdir, "latency")),
             "walker_loops": walker_loops(rdir)}

@@ -18,6 +18,7 @@ import textwrap
 
 from cross_report import cross_lines, walk_count_lines
 from designs_report import designs_lines
+from latency_report import latency_lines
 from preempt_report import gap_lines
 from report_core import (CI_HEAD, CONF, MARK, RULE, WIDTH, ci, compiler_line,
                          field, indented, interval, num, pct, pct_ci, pval,
@@ -448,6 +449,7 @@ def render(a):
         sections.append(tcmalloc_lines(a["tcmalloc"], a))
     if a.get("designs"):
         sections.append(designs_lines(a["designs"], a))
+    sections.append(latency_lines(a.get("latency")))
     sections += [appendix_lines(a), [RULE] + invalid_lines(a)]
     for sec in sections:
         if sec:

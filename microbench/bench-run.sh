@@ -303,6 +303,16 @@ elif [[ " $FLAVOURS " == *" ops "* ]]; then
 else
 	log "no ops flavour in FLAVOURS: nothing to trace"
 fi
+# The stretches with interrupts or preemption off, on the latency kernels
+# (KCONFIG=latency, built by make bench-kernels for the plan's LATENCY).
+if [ "$runner" = qemu ] && [ -n "${LATENCY:-}" ]; then
+	# shellcheck disable=SC2086 # a list of flavours
+	if ! waited env OPBENCH="$out/bin/opbench" "$TOPDIR/tracing/latency.sh" \
+		"$out/latency" $LATENCY >/dev/null; then
+		log "the latency step failed (see $out/latency/); the benchmarks and their analysis are not affected"
+		rc=1
+	fi
+fi
 took[tracing]=$(( $(date +%s) - t ))
 # Every record is in: the analysis writes atomically on its own.
 trap - INT TERM

@@ -123,11 +123,11 @@ fragments() {
 	# The distribution compiler: asm-goto with outputs must be there. A
 	# build that fell back to an older gcc fails here by name.
 	[ "$TOOLCHAIN" = host ] || echo "$TOPDIR/kernel-patch/configs/toolchain.config"
-	if [ "$KCONFIG" = debug ]; then
-		echo "$TOPDIR/kernel-patch/configs/debug.config"
-	elif [ "$KCONFIG" != default ]; then
-		die "KCONFIG='$KCONFIG' is unknown; use KCONFIG=default or KCONFIG=debug"
-	fi
+	case $KCONFIG in
+	default) ;;
+	debug | latency) echo "$TOPDIR/kernel-patch/configs/$KCONFIG.config" ;;
+	*) die "KCONFIG='$KCONFIG' is unknown; use KCONFIG=default, debug (correctness) or latency (the latency tracers)" ;;
+	esac
 }
 
 # patch_list SERIES: a series (an mbox, a directory with a `series` order
@@ -235,9 +235,11 @@ new_run_dir() {
 
 # load_plan NAME: a benchmark plan, microbench/plans/NAME.plan, into
 # FLAVOURS, SWEEP, LOOPS, PREEMPT_LOOPS, SAMPLES, WARMUP, BENCHES, TYPES,
-# BOOTS and PERF_BENCH (exported). A variable already set in the environment
-# wins over the plan's line.
-PLAN_VARS="FLAVOURS SWEEP LOOPS PREEMPT_LOOPS SAMPLES WARMUP BENCHES TYPES BOOTS PERF_BENCH"
+# BOOTS, PERF_BENCH and LATENCY (exported; LATENCY: the flavours whose
+# irqsoff/preemptoff stretches tracing/latency.sh measures, unset or empty
+# for none). A variable already set in the environment wins over the
+# plan's line.
+PLAN_VARS="FLAVOURS SWEEP LOOPS PREEMPT_LOOPS SAMPLES WARMUP BENCHES TYPES BOOTS PERF_BENCH LATENCY"
 load_plan() {
 	local f=$TOPDIR/microbench/plans/$1.plan v
 	local -A keep=()

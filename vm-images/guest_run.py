@@ -115,7 +115,7 @@ def parse_args(argv):
     p.add_argument("--flavour", required=True,
                    help="FLAVOUR[@TOOLCHAIN], as built by make kernels")
     p.add_argument("--kconfig", default=os.environ.get("KCONFIG") or
-                   "default", choices=["default", "debug"],
+                   "default", choices=["default", "debug", "latency"],
                    help="kernel configuration (default: $KCONFIG or default)")
     p.add_argument("--out", required=True,
                    help="boot directory, shared as /share (made if missing)")

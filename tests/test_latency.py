@@ -1,0 +1,116 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The latency step: the longest interrupts-off and preemption-off stretch
+while a list is walked, as tracing/latency.sh records it (host tests on
+records; the boots themselves run in make bench PLAN=walker and make
+latency, on their own KCONFIG=latency kernels)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import TOP
+
+sys.path.insert(0, os.path.join(TOP, "analysis"))
+import latency  # noqa: E402
+import opbench_data  # noqa: E402
+import opbench_report  # noqa: E402
+from opbench_io import ResultsError  # noqa: E402
+
+NS = (0, 64, 65, 2048)
+
+
+def records(flavour, us):
+    """One flavour's records as guest-latency.sh writes them: N = 0 once,
+    under the first layout; us(tracer, layout, n) the tracer's maximum."""
+    out = []
+    for tr in ("irqsoff", "preemptoff"):
+        for lay in ("packed", "scattered"):
+            for n in NS:
+                if n == 0 and lay == "scattered":
+                    continue
+                out.append({"kind": "latency", "flavour": flavour,
+                            "tracer": tr, "layout": lay, "nr_ops": n,
+                            "loops": 200, "max_us": us(tr, lay, n),
+                            "started_at": "start_%s" % tr,
+                            "ended_at": "end_%s" % tr,
+                            "opbench_status": 0})
+    return out
+
+
+def walk(tr, lay, n):
+    # Interrupts off up to 64 nodes, preemption off beyond: 30 ns a node.
+    off = n if (tr == "irqsoff") == (n <= 64) else 0
+    return 3 + (off * 30 * (2 if lay == "scattered" else 1)) // 1000
+
+
+def test_icount_microseconds_are_thousands_of_instructions():
+    lat = latency.analyse(records("ops", walk), "icount")
+    assert lat["unit"] == "instructions" and lat["resolution"] == 1000
+    assert lat["ns"] == list(NS)
+    rows = {(r["tracer"], r["layout"]): r for r in lat["rows"]}
+    assert set(rows) == {(t, lay) for t in ("irqsoff", "preemptoff")
+                         for lay in ("packed", "scattered")}
+    pre = rows[("preemptoff", "scattered")]["values"]
+    assert pre[2048] == walk("preemptoff", "scattered", 2048) * 1000
+    # N = 0 measured once (packed) and shown in both layouts.
+    assert pre[0] == rows[("preemptoff", "packed")]["values"][0] == 3000
+    assert rows[("irqsoff", "packed")]["where"][2048] == \
+        ["start_irqsoff", "end_irqsoff"]
+
+
+def test_time_stays_microseconds():
+    lat = latency.analyse(records("ops", walk), "kvm")
+    assert lat["unit"] == "us"
+    assert lat["rows"][0]["values"][0] == 3
+
+
+def test_failed_opbench_is_an_error():
+    recs = records("ops", walk)
+    recs[3]["opbench_status"] = 2
+    with pytest.raises(ResultsError, match="opbench failed"):
+        latency.analyse(recs, "icount")
+
+
+def test_report_section_and_table(tmp_path):
+    """A run with latency/<flavour>/latency.json gets the table in its
+    report (within 72 columns), and make latency's table says the same."""
+    run = tmp_path / "run"
+    shutil.copytree(os.path.join(TOP, "tests", "data", "quick-run"), run)
+    for fl in ("ops", "resident"):
+        d = run / "latency" / fl
+        d.mkdir(parents=True)
+        (d / "latency.json").write_text("".join(
+            json.dumps(r) + "\n" for r in records(fl, walk)))
+        (d / "vm.json").write_text(json.dumps({"accel": "icount"}))
+    a = opbench_data.analyse(opbench_data.load(str(run)))
+    text = opbench_report.render(a)
+    sec = text[text.index("Longest stretch"):]
+    assert "resolution 1000 instructions" in " ".join(sec.split())
+    lines = sec.splitlines()
+    ops_pre = next(ln for ln in lines if ln.startswith("ops       "
+                                                       "preemptoff scattered"))
+    assert ops_pre.split()[-1] == "%d" % (walk("preemptoff", "scattered",
+                                               2048) * 1000)
+    r = subprocess.run(["/usr/bin/python3",
+                        os.path.join(TOP, "analysis", "latency_table.py"),
+                        str(run / "latency")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert ops_pre in r.stdout
+
+
+@pytest.mark.parametrize("env, msg", [
+    ({"NS": "0 x"}, "NS='0 x'"),
+    ({"NS": "4096"}, "NS='4096'"),
+    ({"LAYOUTS": "sparse"}, "LAYOUTS='sparse'"),
+    ({"TRACERS": "wakeup"}, "TRACERS='wakeup'"),
+])
+def test_bad_input_refused_before_any_boot(tmp_path, env, msg):
+    r = subprocess.run([os.path.join(TOP, "tracing", "latency.sh"),
+                        str(tmp_path / "out"), "ops"],
+                       env=dict(os.environ, ACCEL="icount", **env),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and msg in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
