@@ -187,7 +187,7 @@ MAKE_REFUSALS = [
     (["bench", "FLAVOURS=ops mine"], ["flavour 'mine' needs a series", "set SERIES_mine="]),
     (["vm-check", "FLAVOURS=mine"], ["flavour 'mine' needs a series", "set SERIES_mine="]),
     (["kernels", "KCONFIG=fast"],
-     ["KCONFIG='fast' is unknown; use KCONFIG=default or KCONFIG=debug"]),
+     ["KCONFIG='fast' is unknown; use KCONFIG=default, debug"]),
     (["kernel", "FLAVOUR=ops", "TOOLCHAIN=clang"],
      ["TOOLCHAIN='clang' is unknown; use TOOLCHAIN=trixie (the default) or TOOLCHAIN=host"]),
     # the RFC as posted
