@@ -69,6 +69,7 @@ BENCH_FLAVOURS = $(if $(filter command line,$(origin FLAVOURS)),$(FLAVOURS),$(PL
 PLAN_LATENCY = $(shell env -u OPS bash -c '. scripts/common.sh && load_plan "$$1" && echo "$${LATENCY:-}"' \
 	bench '$(PLAN)' 2>/dev/null)
 BENCH_LATENCY = $(if $(filter command line,$(origin LATENCY)),$(LATENCY),$(PLAN_LATENCY))
+LATENCY_FLAVOURS = $(or $(strip $(BENCH_LATENCY)),ops resident)
 
 ifeq ($(V),1)
 Q :=
@@ -115,6 +116,25 @@ ifeq ($(FLAVOUR),)
 $(error kernel: name one: make kernel FLAVOUR=baseline|ops|control|<name> [SERIES=...])
 endif
 $(call check,$(check_env) kernel-patch/scripts/kernel-build.sh --check $(call sq,$(FLAVOUR)) $(SERIES))
+endif
+# The flavours the guest targets boot, and OPS and VS's N: named before
+# any prerequisite (the source, the image) is made.
+ifneq ($(call goals,boot-time selftests-op),)
+$(call check_kernels,$(or $(FLAVOUR),ops))
+endif
+ifneq ($(call goals,flamegraph trace trace-validate trace-overhead),)
+$(call check_kernels,$(TRACED) $(if $(call goals,flamegraph),$(firstword $(VS))))
+ifneq ($(shell echo '$(OPS)' | grep -Ex '[0-9]+'),$(OPS))
+$(error OPS='$(OPS)': want the number of operations of the traced run (0..2048))
+endif
+ifneq ($(call goals,flamegraph),)
+ifneq ($(words $(VS)),2)
+$(error VS='$(VS)': want a flavour and its N, e.g. VS="baseline 0")
+endif
+ifneq ($(shell echo '$(lastword $(VS))' | grep -Ex '[0-9]+'),$(lastword $(VS)))
+$(error VS='$(VS)': its N '$(lastword $(VS))' is not a number of operations)
+endif
+endif
 endif
 ifneq ($(call goals,latency),)
 $(call check_kernels,$(LATENCY_FLAVOURS))
@@ -354,7 +374,6 @@ endif
 
 # The longest interrupts- and preemption-off stretch a walk adds, on the
 # latency tracers' own kernels (tracing/latency.sh), and its table.
-LATENCY_FLAVOURS = $(or $(strip $(BENCH_LATENCY)),ops resident)
 latency: source image
 	$(Q)KCONFIG=latency kernel-patch/scripts/kernels.sh $(LATENCY_FLAVOURS)
 	$(Q)d=results/$$(date -u +%Y%m%dT%H%M%SZ)-latency && \

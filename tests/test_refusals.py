@@ -207,6 +207,19 @@ MAKE_REFUSALS = [
     # flame graphs
     (["flamegraph", "MODE=cycles"], ["flamegraph: MODE=cycles: want perf or instructions"]),
     (["flamegraph", "MODE=perf instructions"], ["want perf or instructions"]),
+    (["flamegraph", "FLAVOUR=mine"], ["flavour 'mine' needs a series"]),
+    (["flamegraph", "VS=baseline"], ["VS='baseline': want a flavour and its N"]),
+    (["flamegraph", "VS=mine 0"], ["flavour 'mine' needs a series"]),
+    (["flamegraph", "VS=baseline x"], ["its N 'x' is not a number of operations"]),
+    (["trace", "OPS=abc"], ["OPS='abc': want the number of operations"]),
+    (["trace-overhead", "FLAVOUR=mine"], ["flavour 'mine' needs a series"]),
+    (["boot-time", "FLAVOUR=mine"], ["flavour 'mine' needs a series"]),
+    (["selftests-op", "FLAVOUR=mine"], ["flavour 'mine' needs a series"]),
+    # time on real CPUs
+    (["bench", "RUNNER=kvm"], ["RUNNER='kvm': want qemu", "or native"]),
+    (["deb"], ["deb: name one: make deb FLAVOUR="]),
+    (["deb", "FLAVOUR=mine"], ["flavour 'mine' needs a series"]),
+    (["latency", "LATENCY=ops mine"], ["flavour 'mine' needs a series"]),
 ]
 
 
