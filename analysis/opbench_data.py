@@ -50,6 +50,12 @@ UNITS = {
                "per tick that opbench measures against CLOCK_MONOTONIC in "
                "every repetition (clock record)"),
 }
+# How two flavours are compared: the boots independent under icount (their
+# spread pooled over the benchmark's cells), boot i of each paired in time
+# (tcg, kvm, native: round i of the run).
+COMPARISON = {True: "Welch t on per-boot medians",
+              False: "paired t on per-boot medians, boot i of each "
+                     "flavour (round i) paired"}
 # The mission's table: every flavour at these N against the reference at 0.
 MISSION_NS = (0, 1, 2048)
 # Benchmarks whose figure under icount is not one thread's cost.
@@ -99,9 +105,28 @@ def perf_bench(run, clock, accel):
 
 
 
+def rounds_of(run):
+    """Each boot's round: how many boots of its flavour ran before it
+    (bench-run.sh and native-run.sh run every flavour once a round)."""
+    seen, out = collections.Counter(), {}
+    for b in run["boots"]:
+        out[b["index"]] = seen[b["flavour"]]
+        seen[b["flavour"]] += 1
+    return out
+
+
 def analyse(run):
     """Every number the report, the plots and the notebook show."""
     accel = accel_of(run)
+    # Under icount a boot's median lands on one of a few values: a
+    # flavour's between-boot spread is pooled over its cells, and the
+    # boots of two flavours are independent. In time (tcg, kvm, native)
+    # medians are continuous and a boot's level scales every cell, so a
+    # spread pooled over N = 0..2048 is the large N's, many times a small
+    # N's own: each cell keeps its own; and the machine drifts, so two
+    # flavours are compared round by round.
+    pool = accel == "icount"
+    rounds = rounds_of(run)
     ref = reference_of(run)
     unit, unit_short, unit_doc = UNITS.get(
         accel, ("ticks", "ticks", "guest TSC ticks, accelerator unknown"))
@@ -118,7 +143,9 @@ def analyse(run):
            "tolerances": {"agree": AGREE,
                           "walk_counts": WALK_COUNT_TOLERANCE},
            "unit": unit, "unit_short": unit_short, "unit_doc": unit_doc,
-           "method": st.METHOD, "reference": ref,
+           "method": st.METHOD if pool else st.METHOD_TIME,
+           "reference": ref,
+           "comparison": COMPARISON[accel == "icount"],
            "flavours": flavours, "boots_per_flavour": dict(boots_of),
            "clock": {str(k): v for k, v in sorted(clock.items())},
            "tsc_lines": next((b["tsc_lines"] for b in run["boots"]
@@ -164,7 +191,7 @@ def analyse(run):
         # boots of one cell agreeing exactly say little about the next.
         family = {fl: st.pooled_spread([v for k, v in cells.items()
                                         if k[3] == fl])
-                  for fl in {k[3] for k in cells}}
+                  for fl in {k[3] for k in cells}} if pool else {}
         g["spread"] = family
         for key, per_boot in sorted(
                 cells.items(), key=lambda kv: (flavours.index(kv[0][3])
@@ -196,10 +223,18 @@ def analyse(run):
             for n in sorted(k[4] for k in cells if k[3] == fl):
                 if n not in MISSION_NS:
                     continue
-                c = st.compare(ref0, pb(fl, n), key=gkey + ("ref", fl, n),
-                               spread_ref=family.get(ref),
-                               spread=family.get(fl))
-                c.update({"flavour": fl, "nr_ops": n})
+                if pool:
+                    c = st.compare(ref0, pb(fl, n),
+                                   key=gkey + ("ref", fl, n),
+                                   spread_ref=family.get(ref),
+                                   spread=family.get(fl))
+                else:
+                    c = st.compare_paired(
+                        {rounds[b]: v for b, v in ref0.items()},
+                        {rounds[b]: v for b, v in pb(fl, n).items()},
+                        key=gkey + ("ref", fl, n))
+                c.update({"flavour": fl, "nr_ops": n,
+                          "test": COMPARISON[pool]})
                 g["vs_reference"].append(c)
         for fl in flavours:
             ns = sorted(k[4] for k in cells if k[3] == fl)
@@ -207,7 +242,8 @@ def analyse(run):
                 # N and N = 0 ran in the same boots: paired, so the boot
                 # effect they share cancels.
                 psp = st.paired_spread(pb(fl, 0),
-                                       [pb(fl, n) for n in ns[1:]])
+                                       [pb(fl, n) for n in ns[1:]]) \
+                    if pool else None
                 rows = []
                 for n in ns[1:]:
                     c = st.compare_paired(pb(fl, 0), pb(fl, n),

@@ -173,9 +173,9 @@ def verdict_block(c, unit, aa):
     if c.get("ratio") is not None and not math.isnan(c["ratio"]):
         lines.append("    %s %s" % (pct(c["ratio"]), "" if c.get("se") == 0
                                     else pct_ci(c["ratio_ci"])))
-    lines += textwrap.wrap("Welch t on per-boot medians, p=%s (boots %d/%d); "
+    lines += textwrap.wrap("%s, p=%s (boots %d/%d); "
                            "smallest detectable %s; %s" % (
-                               pval(c["p"]), c["k"][0], c["k"][1],
+                               c["test"], pval(c["p"]), c["k"][0], c["k"][1],
                                num(c["detectable"]), floor_text(aa)), WIDTH,
                            initial_indent="    ", subsequent_indent="    ")
     for w in c["warnings"]:
@@ -344,9 +344,10 @@ def mission_lines(a):
         lines.append("  (no flavour beside %s measured)" % a["reference"])
     lines += indented(
         "* difference at %s confidence; blank: none proven. Intervals: "
-        "Welch t on per-boot medians; \"same in all boots\": every "
+        "%s; \"same in all boots\": every "
         "boot gave this figure exactly. %s" % (
-            CONF, "" if a["accel"] != "icount" else "Instructions, not time."))
+            CONF, a["comparison"],
+            "" if a["accel"] != "icount" else "Instructions, not time."))
     excl = [g for g in a["groups"] if g.get("headline_excluded")]
     for g in excl:
         lines += indented("%s is left out: %s" % (

@@ -47,6 +47,7 @@ from stats_base import (  # noqa: F401
     FEW_BOOTS,
     MIN_AA_BOOTS,
     METHOD,
+    METHOD_TIME,
     _ALPHA,
     _ONE_BOOT,
     rng_for,

@@ -32,6 +32,17 @@ METHOD = ("The boot is the unit: each boot's samples are reduced to that "
           "the k per-boot values (k-1 df); comparisons between kernels "
           "are Welch t, N against N = 0 on one kernel paired t on the "
           "per-boot differences.")
+# The same in time (tcg, kvm, native), where a boot's level scales every
+# cell and the machine drifts between rounds.
+METHOD_TIME = ("The boot is the unit: each boot's samples are reduced to "
+               "that boot's median, and the per-boot medians (for the cost "
+               "model, each boot's own least-squares a and b) are the "
+               "observations. Intervals are Student t on the k per-boot "
+               "values (k-1 df), each cell with its own spread (none "
+               "pooled: in time a boot's level scales every cell); "
+               "comparisons between kernels are paired t, boot i of each "
+               "kernel (round i of the run) paired, N against N = 0 on one "
+               "kernel paired t on the per-boot differences.")
 
 _ALPHA = 1 - CONFIDENCE
 _ONE_BOOT = ("only one boot: the boot-to-boot spread is unknown, so this "

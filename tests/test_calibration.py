@@ -188,15 +188,16 @@ def run_cells(ref, ops):
     return cells
 
 
-def production(cells, gkey=GKEY):
+def production(cells, gkey=GKEY, icount=True):
     """The statistics opbench_data.analyse() computes for one group, with
     its calls and arguments (analyse() itself needs a results directory).
-    cells: {(flavour, N): {boot: [samples]}}."""
+    cells: {(flavour, N): {boot: [samples]}}; icount=False: a time run,
+    where boot b of every flavour ran in round b."""
     flavours = sorted({k[0] for k in cells},
                       key=lambda f: (f != REFERENCE, f))
     family = {fl: st.pooled_spread([v for k, v in cells.items()
                                     if k[0] == fl])
-              for fl in flavours}
+              for fl in flavours} if icount else {}
     out = {"estimate": {}, "vs_reference": {}, "vs_zero": {}, "cost": {}}
     for key in [(REFERENCE, 0)] + [("ops", n) for n in MISSION_NS]:
         out["estimate"][key] = st.estimate(cells[key], key=gkey + key,
@@ -210,7 +211,10 @@ def production(cells, gkey=GKEY):
         if fl == REFERENCE:
             continue
         for n in sorted(k[1] for k in cells if k[0] == fl):
-            if n in MISSION_NS:
+            if n in MISSION_NS and not icount:
+                out["vs_reference"][(fl, n)] = st.compare_paired(
+                    ref0, pb(fl, n), key=gkey + ("ref", fl, n))
+            elif n in MISSION_NS:
                 out["vs_reference"][(fl, n)] = st.compare(
                     ref0, pb(fl, n), key=gkey + ("ref", fl, n),
                     spread_ref=family.get(REFERENCE),
@@ -218,7 +222,8 @@ def production(cells, gkey=GKEY):
     for fl in flavours:
         ns = sorted(k[1] for k in cells if k[0] == fl)
         if 0 in ns and len(ns) >= 2:
-            psp = st.paired_spread(pb(fl, 0), [pb(fl, n) for n in ns[1:]])
+            psp = st.paired_spread(pb(fl, 0), [pb(fl, n) for n in ns[1:]]) \
+                if icount else None
             for n in ns[1:]:
                 if n in MISSION_NS:     # the rows checked here
                     out["vs_zero"][(fl, n)] = st.compare_paired(
@@ -237,7 +242,7 @@ def _finish(rows, k):
                     truth=TRUTH[n], sd=sd[n]) for n, r in rows.items()}
 
 
-def figures(k, ref, ops):
+def figures(k, ref, ops, icount=True):
     """Run production() on the simulated runs ref, ops (simulate()); every
     checked interval as arrays: {name: {"lo", "hi", "df", "se", "truth",
     "sd", ...}}; compare rows also carry each side's sd and df (sr, dfr,
@@ -251,7 +256,7 @@ def figures(k, ref, ops):
             r.setdefault(f, []).append(v)
 
     for i in range(ref.shape[0]):
-        p = production(run_cells(ref[i], ops[i]))
+        p = production(run_cells(ref[i], ops[i]), icount=icount)
         est = p["estimate"]
         er = est[(REFERENCE, 0)]
         for n in MISSION_NS:
@@ -329,7 +334,7 @@ def _tie(own, pooled):
     return np.abs(pooled - own) <= 1e-9 * pooled
 
 
-def twin(mr, mo, k):
+def twin(mr, mo, k, icount=True):
     """The documented rule, vectorised over runs, from the per-boot medians
     mr (runs, k) of the reference and mo (runs, k, len(NS)) of ops: the
     same rows as figures()."""
@@ -337,12 +342,12 @@ def twin(mr, mo, k):
     nc = len(NS)
     ss_o = _ss(mo)
     own_o = np.sqrt(ss_o / (k - 1))
-    pool_o = np.sqrt(ss_o.sum(1) / (nc * (k - 1)))
+    pool_o = np.sqrt(ss_o.sum(1) / (nc * (k - 1))) * icount
     own_r = np.sqrt(_ss(mr) / (k - 1))
     d = mo[:, 1:, :] - mo[:, :1, :]                 # paired differences
     ss_d = _ss(d)
     own_d = np.sqrt(ss_d / (k - 1))
-    pool_d = np.sqrt(ss_d.sum(1) / ((nc - 1) * (k - 1)))
+    pool_d = np.sqrt(ss_d.sum(1) / ((nc - 1) * (k - 1))) * icount
     rows = {}
 
     def add(name, centre, se, df, **more):
@@ -356,8 +361,11 @@ def twin(mr, mo, k):
         vr, vv = own_r ** 2 / k, sv ** 2 / k
         df = (vr + vv) ** 2 / (vr ** 2 / (k - 1) + vv ** 2 / dfv)
         tie = _tie(own_o[:, j], pool_o)
+        se = np.sqrt(vr + vv)
+        if not icount:                  # time: paired over rounds
+            se, df = np.sqrt(_ss(mo[:, j] - mr) / (k - 1) / k), k - 1.0
         add("compare N=%d" % n, mo[:, j].mean(-1) - mr.mean(-1),
-            np.sqrt(vr + vv), df, sr=own_r, dfr=np.full(len(mr), k - 1.0),
+            se, df, sr=own_r, dfr=np.full(len(mr), k - 1.0),
             sv=sv, dfv=dfv, tie=tie)
         if n:
             sp, dfp = _rule(own_d[:, j - 1], pool_d, k, (nc - 1) * (k - 1))
