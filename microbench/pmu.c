@@ -14,11 +14,13 @@
 
 #include "pmu.h"
 
-static const struct {
+struct pmu_def {
 	const char *name;
 	uint32_t type;
 	uint64_t config;
-} events[PMU_NR] = {
+};
+
+static const struct pmu_def events[PMU_NR] = {
 	[PMU_CYCLES] = { "cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
 	[PMU_INSNS] = { "instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS },
 	[PMU_CACHE_MISSES] = { "cache_misses", PERF_TYPE_HARDWARE,
@@ -35,11 +37,7 @@ static const struct {
  * reading, scaling and records are tested where there is no PMU; the
  * record names them. OPBENCH_PMU=off: no counters.
  */
-static const struct {
-	const char *name;
-	uint32_t type;
-	uint64_t config;
-} software[PMU_NR] = {
+static const struct pmu_def software[PMU_NR] = {
 	[PMU_CYCLES] = { "task_clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK },
 	[PMU_INSNS] = { "context_switches", PERF_TYPE_SOFTWARE,
 			PERF_COUNT_SW_CONTEXT_SWITCHES },
