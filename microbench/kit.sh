@@ -7,7 +7,8 @@
 # Writes OUT.tar.gz holding one directory, rseq-opbench-kit/:
 #   bin/        opbench and tcmodel, linked statically in the build root,
 #               and the runner's scripts (native-run.sh, guest-bench.sh,
-#               host-state.sh): POSIX sh and coreutils, nothing else
+#               host-state.sh): POSIX sh, coreutils, awk, sed, grep and
+#               gzip, as any distribution or busybox has them
 #   plan.env    the plan PLAN, resolved (a variable set when run wins)
 #   run.sh      the entry point: sh run.sh [RESULTS-DIR], as root
 #   provenance  what made the kit (project commit, plan, binaries' hashes)
@@ -42,7 +43,7 @@ cp "$TOPDIR/microbench/native-run.sh" "$TOPDIR/microbench/guest-bench.sh" \
 	for v in $PLAN_VARS; do
 		[ "$v" = BOOTS ] && continue
 		[ "$v" = FLAVOURS ] && continue
-		printf ': "${%s=%s}"\n' "$v" "${!v}"
+		printf ': "${%s=%s}"\n' "$v" "${!v-}"
 		echo "export $v"
 	done
 	printf ': "${REPS=%s}"\nexport REPS\n' "$BOOTS"

@@ -32,8 +32,9 @@
 # recorded in the run and in every repetition.
 #
 # Exit status: 0; 3 when only correctness gates failed; 1 when a
-# repetition failed or timed out; 2 on bad input. POSIX sh: the kit (make
-# kit) runs it on any x86-64 Linux with nothing else installed.
+# repetition failed or timed out; 2 on bad input. POSIX sh with coreutils,
+# awk, sed, grep and gzip: the kit (make kit) runs it on any x86-64 Linux
+# (busybox included) with nothing else installed.
 set -u
 
 die() {
@@ -46,10 +47,11 @@ log() {
 
 [ $# -eq 1 ] || die "usage: native-run.sh OUT (a new or empty run directory)"
 out=$1
-bin=${BIN:-$(cd "$(dirname "$0")" && pwd)}
+bin=${BIN:-$(dirname "$0")}
 for p in opbench tcmodel guest-bench.sh host-state.sh; do
 	[ -r "$bin/$p" ] || die "$bin/$p is missing: BIN must name the directory of the benchmark programs (make kit puts them in the kit's bin/)"
 done
+bin=$(cd "$bin" && pwd)	# each repetition runs in its own directory
 : "${SWEEP:?SWEEP is unset: set the plan (the kit: . ./plan.env)}"
 : "${LOOPS:?} ${SAMPLES:?} ${WARMUP:?} ${BENCHES:?}"
 reps=${REPS:-5}
@@ -146,7 +148,8 @@ cpuopt=${CPU:+-c $CPU}
 for f in $order; do
 	i=$((i + 1))
 	d=$out/rep-$i-$f
-	mkdir -p "$d"
+	# Never into an existing directory: another runner's, or an earlier run.
+	mkdir "$d" || die "cannot make $d (another run in $out?)"
 	kernel_provenance > "$d/kernel-provenance"
 	cp "$out/host-state" "$d/host-state"
 	printf '{"runner": "native", "kernel_release": "%s", "label": "%s", "reference": %s, "started": "%s", "timeout_s": %s}\n' \
@@ -165,7 +168,7 @@ for f in $order; do
 	case $st in
 	0) ;;
 	3) log "[repetition $i/$n] $f: correctness gates FAILED for some cells; recorded as invalid (see $d/opbench.log)" ;;
-	124 | 137)
+	124 | 137 | 143)	# timeout's status: coreutils 124 (137 after -k), busybox 143
 		log "[repetition $i/$n] $f: TIMED OUT after $tmo s (REP_TIMEOUT); see $d/opbench.log"
 		echo "timed out after $tmo s" > "$d/TIMEOUT"
 		rc=1

@@ -15,7 +15,7 @@
 # is there; KVM's halt polling; the clocksource; ASLR; the kernel command
 # line. A file that does not exist reads as "none"; nothing is written.
 #
-# POSIX sh and coreutils only: the kit (make kit) runs it on any x86-64
+# POSIX sh, coreutils and sed: the kit (make kit) runs it on any x86-64
 # Linux with nothing else installed.
 set -u
 
@@ -134,8 +134,8 @@ always) say "thp: always: a first touch may or may not get a huge page; madvise 
 esac
 if [ "$pmu" = none ]; then
 	say "pmu: none: no hardware counters here (a VM without a virtual PMU); cycles and instructions are not counted, time is"
-elif [ "$paranoid" != none ] && [ "$paranoid" -gt 2 ] 2>/dev/null; then
-	say "pmu: $pmu, perf_event_paranoid $paranoid: even a thread's own counters are refused to non-root; run as root or set it to 2"
+elif [ "$paranoid" != none ] && [ "$paranoid" -gt 1 ] 2>/dev/null; then
+	say "pmu: $pmu, perf_event_paranoid $paranoid: opbench counts kernel code too, which needs 1 or less for a user without CAP_PERFMON; run as root or set it to 1"
 else
 	say "pmu: $pmu (perf_event_paranoid $paranoid): ok"
 fi

@@ -213,11 +213,11 @@ def test_missing_programs_named(tmp_path):
 
 def fake_root(tmp_path, governors, no_turbo="0", smt="1", isolated="",
               nohz="(null)", thp="[always] madvise never", pmu=True,
-              clocksource="tsc"):
+              clocksource="tsc", paranoid="2"):
     files = {
         "proc/cpuinfo": "model name\t: Test Xeon\n",
         "proc/cmdline": "quiet\n",
-        "proc/sys/kernel/perf_event_paranoid": "2\n",
+        "proc/sys/kernel/perf_event_paranoid": paranoid + "\n",
         "proc/sys/kernel/randomize_va_space": "2\n",
         "sys/devices/system/cpu/online": "0-%d\n" % (len(governors) - 1),
         "sys/devices/system/cpu/smt/active": smt + "\n",
@@ -279,13 +279,17 @@ def test_host_check_says_what_to_change(tmp_path):
     assert "thp: always:" in adv
     assert "pmu: none:" in adv
     assert "clocksource: hpet:" in adv
+    # A PMU with perf_event_paranoid 2: kernel counting needs 1 or root.
+    root2 = fake_root(tmp_path / "p", ["performance"])
+    assert "perf_event_paranoid 2: opbench counts kernel code too" in \
+        host_state(root2, "--advice")
 
 
 def test_host_check_quiet_machine_ok(tmp_path):
     """A machine set up for timing: every line says ok."""
     root = fake_root(tmp_path, ["performance"] * 4, no_turbo="1", smt="0",
                      isolated="2-3", nohz="2-3",
-                     thp="always [madvise] never")
+                     thp="always [madvise] never", paranoid="1")
     adv = host_state(root, "--advice").splitlines()
     bad = [ln for ln in adv if not (ln.endswith("ok") or ": ok " in ln
                                    or "ok (" in ln or "kvm" in ln)]

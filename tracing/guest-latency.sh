@@ -41,7 +41,8 @@ for tracer in $TRACERS; do
 				-s 1 -w 0 -c 0 switch >> opbench.json 2>> opbench.log
 			st=$?
 			echo 0 > "$T/tracing_on"
-			max=$(cat "$T/tracing_max_latency")
+			max=$(cat "$T/tracing_max_latency" 2>/dev/null)
+			[ -n "$max" ] || { max=null; rc=1; echo "guest-latency: $tracer: tracing_max_latency unreadable" >&2; }
 			f=trace-$tracer-$layout-$n.txt
 			cat "$T/trace" > "$f"
 			start=$(sed -n 's/^ *=> started at: *//p' "$f" | head -n 1)
