@@ -191,6 +191,7 @@ help:
 	@echo '  bench-kernels  the kernels of PLAN (or FLAVOURS), as make bench builds them'
 	@echo '  plan-check     refuse an unknown PLAN before anything is built'
 	@echo '  report         analyse a run again: RESULTS=results/<run> [FORCE=1]'
+	@echo '                 [ICOUNT_RUN=<an icount run>: its figures beside the PMU'"'"'s]'
 	@echo '  cover-perf     the cover letter'"'"'s Performance section from RESULTS'
 	@echo '  cover-letter   kernel-patch/series/0000-cover-letter.patch from'
 	@echo '                 kernel-patch/cover-letter.txt and RESULTS'
@@ -399,7 +400,8 @@ bench-walker:
 
 report:
 	$(Q)test -n "$(RESULTS)" || { echo 'report: name a run: make report RESULTS=results/<run>' >&2; exit 2; }
-	$(Q)$(PYTHON) analysis/analyze.py $(RESULTS) $(if $(FORCE),--force)
+	$(Q)$(PYTHON) analysis/analyze.py $(RESULTS) $(if $(FORCE),--force) \
+		$(if $(ICOUNT_RUN),--icount-run $(ICOUNT_RUN))
 
 cover-perf:
 	$(Q)test -n "$(RESULTS)" || { echo 'cover-perf: name a run of make bench: make cover-perf RESULTS=results/<run>' >&2; exit 2; }

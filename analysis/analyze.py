@@ -41,6 +41,7 @@ sys.path.insert(0, HERE)
 
 import opbench_data  # noqa: E402
 import opbench_plots  # noqa: E402
+import pmu  # noqa: E402
 import opbench_report  # noqa: E402
 
 TOP = os.path.dirname(HERE)
@@ -57,8 +58,16 @@ def jsonable(a):
     return out
 
 
-def write(rdir, outdir, force):
+def write(rdir, outdir, force, icount_run=None):
     a = opbench_data.analyse(opbench_data.load(rdir))
+    if icount_run:
+        path = os.path.join(icount_run, "analysis", "analysis.json")
+        if not os.path.exists(path):
+            raise opbench_data.ResultsError(
+                "--icount-run: %s has no analysis; make report RESULTS=%s "
+                "first" % (icount_run, icount_run))
+        with open(path) as f:
+            pmu.against_icount(a, json.load(f))
     text = opbench_report.render(a)
     parent = os.path.dirname(os.path.abspath(outdir))
     os.makedirs(parent, exist_ok=True)
@@ -106,6 +115,9 @@ def main():
                     help="replace an existing analysis, keeping the old one")
     ap.add_argument("-q", "--quiet", action="store_true",
                     help="do not print the report")
+    ap.add_argument("--icount-run", metavar="RUN",
+                    help="an icount run of the same kernels (analysed): its "
+                    "instruction figures beside this run's PMU counts")
     ap.add_argument("--strict", action="store_true",
                     help="exit %d when cells failed their correctness gate"
                     % INVALID)
@@ -118,7 +130,7 @@ def main():
                   "report says so" % (rdir, opbench_data.INCOMPLETE),
                   file=sys.stderr)
         outdir = args.out or os.path.join(rdir, "analysis")
-        a, text, plots = write(rdir, outdir, args.force)
+        a, text, plots = write(rdir, outdir, args.force, args.icount_run)
     except opbench_data.ResultsError as e:
         sys.exit("analyze: %s" % e)
     if not args.quiet:

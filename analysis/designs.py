@@ -35,9 +35,14 @@ ENTRY_BYTES = 40
 EXAMPLE_OPS = 1025
 
 
-def analyse(a):
+def analyse(a, compare=None):
     """The comparison, or None when the run lacks the resident flavour or
-    every other design."""
+    every other design. compare(model_ref, model, key): two slopes
+    compared as the run's unit allows (opbench_data's
+    compare_kernel_slopes: paired by round in time); default Welch."""
+    if compare is None:
+        def compare(m_ref, m, key):
+            return st.compare_slopes(m_ref, m)
     fls = [f for f, _ in DESIGNS if f in a["flavours"]]
     if "resident" not in fls or len(fls) < 2:
         return None
@@ -67,7 +72,7 @@ def analyse(a):
         for fl in fls:
             if fl == "resident" or fl not in g["cost"] or not res:
                 continue
-            c = st.compare_slopes(res, g["cost"][fl])
+            c = compare(res, g["cost"][fl], (bench, "resident", fl))
             if c and walks:
                 # diff per walk, as the slopes; the ratio has no unit.
                 out["ratios"].append(dict(

@@ -18,14 +18,33 @@ from opbench_io import ResultsError
 TRACERS = ("irqsoff", "preemptoff")
 
 
+# How far a tick may be from one instruction under icount (opbench's
+# clock record in the latency boot), as the main analysis allows.
+TICK_TOLERANCE = 0.01
+
+
 def analyse(recs, accel):
     """{"unit", "scale", "ns", "rows"}: one row per flavour, tracer and
     layout, its longest stretch at each N ("values": {N: figure}) and
     where the largest N's stretch started and ended; None without
-    records."""
+    records. The accelerator is the latency boots' own (their vm.json),
+    accel only for records without one."""
     if not recs:
         return None
-    icount = accel == "icount"
+    accels = {r.get("accel") or accel for r in recs}
+    if len(accels) > 1:
+        raise ResultsError("latency: the boots ran under different "
+                           "accelerators (%s)" % ", ".join(
+                               sorted(map(str, accels))))
+    icount = accels.pop() == "icount"
+    if icount:
+        off = [t for r in recs for t in r.get("ticks_per_insn", [])
+               if abs(t - 1) > TICK_TOLERANCE]
+        if off:
+            raise ResultsError("latency: under icount a tick was %.4f "
+                               "instructions, not 1: the tracers' "
+                               "microseconds are not thousands of "
+                               "instructions" % off[0])
     scale = 1000.0 if icount else 1.0
     ns = sorted({int(r["nr_ops"]) for r in recs})
     rows = {}
@@ -40,6 +59,8 @@ def analyse(recs, accel):
                                     "layout": key[2], "values": {},
                                     "where": {}})
         n = int(r["nr_ops"])
+        if r["max_us"] is None:     # the tracer's maximum was unreadable
+            continue
         row["values"][n] = float(r["max_us"]) * scale
         row["where"][n] = [r.get("started_at", ""), r.get("ended_at", "")]
     # N = 0 (no list) is measured once, under the first layout: every

@@ -53,6 +53,11 @@ UNITS = {
 # How two flavours are compared: the boots independent under icount (their
 # spread pooled over the benchmark's cells), boot i of each paired in time
 # (tcg, kvm, native: round i of the run).
+# A cell's interval: its own spread between boots, or under icount the
+# larger of it and the flavour's spread pooled over the benchmark's cells.
+SPREAD_RULE = {True: "the interval uses the larger of it and the spread "
+                     "pooled over the benchmark's cells",
+               False: "the interval uses it (none pooled in time)"}
 COMPARISON = {True: "Welch t on per-boot medians",
               False: "paired t on per-boot medians, boot i of each "
                      "flavour (round i) paired"}
@@ -106,13 +111,46 @@ def perf_bench(run, clock, accel):
 
 
 def rounds_of(run):
-    """Each boot's round: how many boots of its flavour ran before it
-    (bench-run.sh and native-run.sh run every flavour once a round)."""
+    """Each boot's round. bench-run.sh and native-run.sh run every flavour
+    once a round and write the order (provenance boot_order): boot i is in
+    round (i - 1) // flavours, whatever boots are missing. A run without
+    that order (or one that disagrees with its boot directories) counts
+    the boots of each flavour before it instead."""
+    order = run["provenance"].get("boot_order", "").split()
+    nfl = len(set(order))
+    if order and all(b["index"] <= len(order) and
+                     order[b["index"] - 1] == b["flavour"]
+                     for b in run["boots"]):
+        return {b["index"]: (b["index"] - 1) // nfl for b in run["boots"]}
     seen, out = collections.Counter(), {}
     for b in run["boots"]:
         out[b["index"]] = seen[b["flavour"]]
         seen[b["flavour"]] += 1
     return out
+
+
+def compare_kernels(pool, rounds, ref, cell, key, family=None, ref_fl=None,
+                    fl=None):
+    """Two kernels' cells compared as the run's unit allows: under icount
+    (pool) a Welch t with each flavour's pooled spread; in time paired by
+    round (COMPARISON)."""
+    if pool:
+        c = st.compare(ref, cell, key=key,
+                       spread_ref=(family or {}).get(ref_fl),
+                       spread=(family or {}).get(fl))
+    else:
+        c = st.compare_paired({rounds[b]: v for b, v in ref.items()},
+                              {rounds[b]: v for b, v in cell.items()},
+                              key=key)
+    c["test"] = COMPARISON[pool]
+    return c
+
+
+def compare_kernel_slopes(pool, rounds, m_ref, m, key):
+    """Two kernels' cost-model slopes, as compare_kernels compares cells."""
+    if pool:
+        return st.compare_slopes(m_ref, m)
+    return st.compare_slopes_paired(m_ref, m, rounds, key=key)
 
 
 def analyse(run):
@@ -146,6 +184,7 @@ def analyse(run):
            "method": st.METHOD if pool else st.METHOD_TIME,
            "reference": ref,
            "comparison": COMPARISON[accel == "icount"],
+           "spread_rule": SPREAD_RULE[accel == "icount"],
            "flavours": flavours, "boots_per_flavour": dict(boots_of),
            "clock": {str(k): v for k, v in sorted(clock.items())},
            "tsc_lines": next((b["tsc_lines"] for b in run["boots"]
@@ -223,18 +262,9 @@ def analyse(run):
             for n in sorted(k[4] for k in cells if k[3] == fl):
                 if n not in MISSION_NS:
                     continue
-                if pool:
-                    c = st.compare(ref0, pb(fl, n),
-                                   key=gkey + ("ref", fl, n),
-                                   spread_ref=family.get(ref),
-                                   spread=family.get(fl))
-                else:
-                    c = st.compare_paired(
-                        {rounds[b]: v for b, v in ref0.items()},
-                        {rounds[b]: v for b, v in pb(fl, n).items()},
-                        key=gkey + ("ref", fl, n))
-                c.update({"flavour": fl, "nr_ops": n,
-                          "test": COMPARISON[pool]})
+                c = compare_kernels(pool, rounds, ref0, pb(fl, n),
+                                    gkey + ("ref", fl, n), family, ref, fl)
+                c.update({"flavour": fl, "nr_ops": n})
                 g["vs_reference"].append(c)
         for fl in flavours:
             ns = sorted(k[4] for k in cells if k[3] == fl)
@@ -263,15 +293,15 @@ def analyse(run):
         if "ops" in flavours and "rfc" in flavours:
             for n in sorted(k[4] for k in cells if k[3] == "ops"):
                 if pb("rfc", n):
-                    c = st.compare(pb("rfc", n), pb("ops", n),
-                                   key=gkey + ("rfc", n),
-                                   spread_ref=family.get("rfc"),
-                                   spread=family.get("ops"))
+                    c = compare_kernels(pool, rounds, pb("rfc", n),
+                                        pb("ops", n), gkey + ("rfc", n),
+                                        family, "rfc", "ops")
                     c["nr_ops"] = n
                     g["vs_rfc"].append(c)
             if "ops" in g["cost"] and "rfc" in g["cost"]:
-                g["slopes_vs_rfc"] = s = st.compare_slopes(g["cost"]["rfc"],
-                                                           g["cost"]["ops"])
+                g["slopes_vs_rfc"] = s = compare_kernel_slopes(
+                    pool, rounds, g["cost"]["rfc"], g["cost"]["ops"],
+                    gkey + ("rfc", "slope"))
                 if s:
                     s.update(diff_per_walk(s, g["walks_per_loop"] or 1))
         if g["headline"]:
@@ -291,14 +321,11 @@ def analyse(run):
     counted = pmu.analyse(out["groups"], col["extra"], valid)
     for g in out["groups"]:
         g["pmu"] = counted.get((g["bench"], g["op_type"], g["reg"]))
-        # Under icount the figure is itself instructions: the PMU's slope
-        # must agree with it (about 1 %).
-        for fl, s in (g["pmu"] or {}).get("slopes", {}).items():
-            fig = g["per_walk"].get(fl, {}).get("value")
-            if accel == "icount" and fig:
-                s["icount"], s["ratio"] = fig, s["value"] / fig
     out["latency"] = latency.analyse(run.get("latency", []), accel)
-    out["designs"] = designs.analyse(out)
+    # The designs' slopes compared as the run's unit allows.
+    out["designs"] = designs.analyse(
+        out, lambda m_ref, m, key: compare_kernel_slopes(pool, rounds,
+                                                         m_ref, m, key))
     out["tcmalloc"] = tcmalloc_model.analyse(run, out)
     # The run is usable when every cell passed its gate; analyze.py's exit
     # status says so.

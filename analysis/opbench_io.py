@@ -219,10 +219,20 @@ def walk_counts(rdir):
 
 
 def latency_records(d):
-    """tracing/latency.sh's records under d (<flavour>/latency.json)."""
-    return [r for p in sorted(glob.glob(os.path.join(d, "*",
-                                                     "latency.json")))
-            for r in read_records(p) if r.get("kind") == "latency"]
+    """tracing/latency.sh's records under d (<flavour>/latency.json), each
+    with the accelerator its boot ran under (the boot's vm.json) and the
+    ticks per instruction opbench measured in it (its clock record)."""
+    out = []
+    for p in sorted(glob.glob(os.path.join(d, "*", "latency.json"))):
+        fd = os.path.dirname(p)
+        accel = _json(os.path.join(fd, "vm.json")).get("accel")
+        ob = os.path.join(fd, "opbench.json")
+        tpi = [float(r["ticks_per_insn"]) for r in
+               (read_records(ob) if os.path.exists(ob) else [])
+               if r.get("kind") == "clock"]
+        out += [dict(r, accel=accel, ticks_per_insn=tpi)
+                for r in read_records(p) if r.get("kind") == "latency"]
+    return out
 
 
 def _json(path):

@@ -128,6 +128,8 @@ def pmu_field(p):
     if "software" in p["source"]:
         text += " (software stand-ins, OPBENCH_PMU=software: a test of " \
                 "the counting, not hardware figures)"
+    text += "; live during the timed samples (a switch saves and " \
+            "restores them): not comparable with times measured without"
     if p["partly"]:
         text += "; some boots had none (%s)" % "; ".join(p["why"])
     return field("PMU", text)
@@ -152,8 +154,9 @@ def pmu_lines(g):
     for fl, s in sorted(p["slopes"].items()):
         lines += indented("%s: %s %s instructions per operation per walk "
                           "(PMU)%s" % (fl, num(s["value"]), ci(s["ci"]),
-                                       "; icount %s, ratio %.4f" % (
-                                           num(s["icount"]), s["ratio"])
+                                       "; icount %s (%s), ratio %.4f" % (
+                                           num(s["icount"]), s["icount_run"],
+                                           s["ratio"])
                                        if "ratio" in s else ""))
     return lines
 
@@ -173,9 +176,12 @@ def verdict_block(c, unit, aa):
     if c.get("ratio") is not None and not math.isnan(c["ratio"]):
         lines.append("    %s %s" % (pct(c["ratio"]), "" if c.get("se") == 0
                                     else pct_ci(c["ratio_ci"])))
-    lines += textwrap.wrap("%s, p=%s (boots %d/%d); "
+    lines += textwrap.wrap("%s, p=%s (%s); "
                            "smallest detectable %s; %s" % (
-                               c["test"], pval(c["p"]), c["k"][0], c["k"][1],
+                               c["test"], pval(c["p"]),
+                               "%d rounds paired" % c["paired_boots"]
+                               if "paired_boots" in c else
+                               "boots %d/%d" % tuple(c["k"]),
                                num(c["detectable"]), floor_text(aa)), WIDTH,
                            initial_indent="    ", subsequent_indent="    ")
     for w in c["warnings"]:
@@ -219,7 +225,7 @@ def cost_lines(m, pw, unit, zero):
     return lines
 
 
-def cells_table(g, unit):
+def cells_table(g, unit, spread_rule):
     lines = []
     preempt = any("gaps" in c for c in g["cells"])
     has_sw = any(c.get("switches_per_loop") is not None for c in g["cells"])
@@ -235,8 +241,7 @@ def cells_table(g, unit):
             "  %.3f" % sw if sw is not None else "")).rstrip())
     lines += indented(
         "median: the mean over boots of each boot's median; k boots; "
-        "sd(b): the spread between boots; the interval uses the larger of "
-        "it and the spread pooled over the benchmark's cells" + (
+        "sd(b): the spread between boots; " + spread_rule + (
             "; sw/loop: context switches per loop" if has_sw else ""))
     if preempt:
         lines += gap_lines(g)
@@ -260,7 +265,7 @@ def group_lines(g, a):
                                g["headline_excluded"], WIDTH,
                                subsequent_indent="  ")
     lines.append("")
-    lines += cells_table(g, unit)
+    lines += cells_table(g, unit, a["spread_rule"])
     lines += pmu_lines(g)
     na = {}
     for fl, n in g["unsupported"]:

@@ -64,7 +64,8 @@ from stats_base import (  # noqa: F401
     _few_boots,
     _spread_sd,
     _welch)
-from stats_cost import compare_slopes, cost_model  # noqa: F401
+from stats_cost import (compare_slopes, compare_slopes_paired,  # noqa: F401
+                        cost_model)
 
 
 # One configuration ------------------------------------------------------

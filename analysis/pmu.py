@@ -11,18 +11,31 @@ analysis then has no PMU figure at all, never a zero.
 
 analyse() returns, per benchmark group, each valid cell's counters per
 loop (the mean over boots of each boot's median over samples) and, where
-N varies, the instructions' slope per operation per walk: on the same
-code it must agree with the icount figure of the same kernel to about 1 %
-(a cross-check a KVM user gets for free). Software stand-ins
-(OPBENCH_PMU=software, a test of the C side) are reported as such and
-never as hardware counts.
+N varies, the instructions' slope per operation per walk. The group is
+opened on the measured thread only: a benchmark's walks on other threads
+(switch's partner) are not counted, and the slope is divided by the
+measured thread's own walks per loop (THREAD_WALKS). On the same code it
+must agree with the icount figure of the same kernel to about 1 %:
+against_icount() sets it beside an icount run of the same flavour and
+series (analyze.py --icount-run), a cross-check a KVM user gets for free.
+Software stand-ins (OPBENCH_PMU=software, a test of the C side) are
+reported as such and never as hardware counts.
+
+The counters are live during the timed samples: every switch of the
+measured thread saves and restores them (under KVM the PMU's MSR writes
+trap to the host), so times measured with and without them are not
+comparable; OPBENCH_PMU=off measures without.
 """
 import numpy as np
 
 import opbench_stats as st
 from cross_checks import per_walk
+from opbench_io import ResultsError
 
 PREFIX = "pmu_"
+# The measured thread's own walks per loop, where the benchmark's walks
+# per loop count another thread's too (switch: the partner's).
+THREAD_WALKS = {"switch": 1}
 
 
 def status(run):
@@ -62,7 +75,8 @@ def analyse(groups, extra, valid):
         events = sorted({f[len(PREFIX):] for k in keys
                          for recs in extra[k].values() for r in recs
                          for f in r if f.startswith(PREFIX)
-                         and f != PREFIX + "multiplexed"})
+                         and f not in (PREFIX + "multiplexed",
+                                       PREFIX + "unscheduled")})
         if not events:
             continue
         cells = []
@@ -89,7 +103,31 @@ def analyse(groups, extra, valid):
                 if len([n for n in per_n if n > 0]) < 2:
                     continue
                 m = st.cost_model(per_n, key=gkey + (fl, "pmu"))
-                if m and g["walks_per_loop"]:
-                    slopes[fl] = per_walk(m, g["walks_per_loop"])
+                walks = THREAD_WALKS.get(g["bench"].split("+")[0],
+                                         g["walks_per_loop"])
+                if m and walks:
+                    slopes[fl] = dict(per_walk(m, walks),
+                                      thread_walks=walks)
         out[gkey] = {"events": events, "cells": cells, "slopes": slopes}
     return out
+
+
+def against_icount(a, ref):
+    """Set every PMU slope of the analysis a beside the icount figure of
+    the same kernel in ref, an icount run's analysis (analysis.json): the
+    same benchmark and flavour, built from the same series. Adds "icount",
+    "ratio" and "icount_run" to each slope that has its match."""
+    if ref.get("accel") != "icount":
+        raise ResultsError("--icount-run: %s ran under %s, not icount" % (
+            ref.get("run"), ref.get("accel")))
+    series = {f["flavour"]: f["series_hash"]
+              for f in ref["header"]["flavours"]}
+    mine = {f["flavour"]: f["series_hash"] for f in a["header"]["flavours"]}
+    other = {(g["bench"], g["op_type"], g["reg"]): g for g in ref["groups"]}
+    for g in a["groups"]:
+        og = other.get((g["bench"], g["op_type"], g["reg"]))
+        for fl, s in ((g.get("pmu") or {}).get("slopes") or {}).items():
+            fig = ((og or {}).get("per_walk") or {}).get(fl)
+            if fig and fig.get("value") and series.get(fl) == mine.get(fl):
+                s.update(icount=fig["value"], ratio=s["value"] / fig["value"],
+                         icount_run=ref["run"])

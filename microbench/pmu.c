@@ -151,8 +151,13 @@ void pmu_emit_fields(const struct pmu_counts *a, const struct pmu_counts *b,
 	uint64_t en = b->enabled - a->enabled, run = b->running - a->running;
 	double scale;
 
-	if (!pmu_on() || !run || loops <= 0)
+	if (!pmu_on() || loops <= 0)
 		return;
+	if (!run) {
+		/* Never on the PMU in this sample (others held it): say so. */
+		printf("\"pmu_unscheduled\":true,");
+		return;
+	}
 	scale = (double)en / run;
 	for (int e = 0; e < PMU_NR; e++)
 		if (pmu_has(e))

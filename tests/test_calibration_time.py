@@ -10,17 +10,16 @@ back-to-back repetitions of one kernel gave per-repetition medians of
 298-333 TSC ticks (syscall), 2903/2894/4047/4446/4605 (context switch)
 and 3331-4875 (signal): the repetitions differ by up to 59 %, drifting
 one way over seconds. Here the same production path
-(test_calibration.production(), analyse()'s calls with its arguments:
-the family's pooled spread over all N of a flavour, per-repetition
-medians, Welch against the reference at N = 0, paired N against N = 0
-with the paired family spread, the per-repetition cost model) runs on
+(test_calibration.production(icount=False), analyse()'s calls with its
+arguments for a time run: per-repetition medians, each cell's own spread
+(none pooled), the reference at N = 0 paired round by round, N against
+N = 0 paired by repetition, the per-repetition cost model) runs on
 simulated time runs:
   - two flavours, in two layouts. As the plans have them (a time run
     under KVM): the reference at N = 0 only, ops over the doubling
     sweep 0, 1, ..., 2048. As a native A/A run has them
     (microbench/native-run.sh AA=1 on a kernel this project built: one
-    kernel under two labels): both over the sweep, so that the
-    reference's family spread is pooled over its N too. Ops at N = 0 is
+    kernel under two labels): both over the sweep. Ops at N = 0 is
     the reference's distribution (the A/A row), N >= 1 costs
     T0 + DELTA + B (N - 1) ticks;
   - k repetitions per flavour run in rounds as the runner runs them, each

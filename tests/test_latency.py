@@ -114,3 +114,27 @@ def test_bad_input_refused_before_any_boot(tmp_path, env, msg):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and msg in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_accelerator_and_clock_from_the_latency_boots():
+    """The unit comes from the latency boots' own records: their vm.json
+    (not the main run's), and under icount opbench's clock record must
+    say a tick is an instruction."""
+    recs = [dict(r, accel="icount", ticks_per_insn=[1.0])
+            for r in records("ops", walk)]
+    assert latency.analyse(recs, "kvm")["unit"] == "instructions"
+    bad = [dict(r, ticks_per_insn=[0.37]) for r in recs]
+    with pytest.raises(ResultsError, match="not 1"):
+        latency.analyse(bad, None)
+    mixed = recs[:3] + [dict(r, accel="tcg") for r in recs[3:]]
+    with pytest.raises(ResultsError, match="different accelerators"):
+        latency.analyse(mixed, None)
+
+
+def test_unreadable_maximum_left_out():
+    recs = records("ops", walk)
+    recs[1]["max_us"] = None
+    lat = latency.analyse(recs, "icount")
+    row = next(r for r in lat["rows"] if r["tracer"] == recs[1]["tracer"]
+               and r["layout"] == recs[1]["layout"])
+    assert recs[1]["nr_ops"] not in row["values"]
