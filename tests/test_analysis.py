@@ -444,3 +444,15 @@ def test_no_pmu_record_says_why(tmp_path):
     assert "PMU         none: perf_event_open(cycles)" in text
     assert "PMU counters" not in text
     assert all(g["pmu"] is None for g in a["groups"])
+
+
+def test_rounds_from_the_boot_order():
+    """A time run pairs boot i of each flavour (round i): the round comes
+    from the run's boot order, so a boot that left no directory shifts
+    nothing; a run without the order counts each flavour's boots."""
+    boots = [{"index": i, "flavour": f}
+             for i, f in ((1, "a"), (2, "b"), (4, "a"), (5, "a"), (6, "b"))]
+    run = {"provenance": {"boot_order": "a b b a a b"}, "boots": boots}
+    assert opbench_data.rounds_of(run) == {1: 0, 2: 0, 4: 1, 5: 2, 6: 2}
+    run = {"provenance": {}, "boots": boots}
+    assert opbench_data.rounds_of(run) == {1: 0, 2: 0, 4: 1, 5: 2, 6: 1}
