@@ -6,6 +6,7 @@ them first); `make test-host` runs the others alone.
 """
 import glob
 import os
+import signal
 import subprocess
 import sys
 
@@ -91,6 +92,17 @@ def opbench(tmp_path_factory):
     assert r.returncode == 0, r.stderr
     assert "warning" not in r.stderr, r.stderr
     return str(out / "opbench")
+
+
+def default_signals():
+    """preexec_fn for a child a test interrupts: SIGINT and SIGQUIT back
+    to their default. A shell runs a background job with them ignored,
+    a child inherits that, and neither bash (trap) nor Python (its
+    KeyboardInterrupt handler) may take back a signal ignored at start:
+    make test run from a background job (nohup, a CI runner's shell)
+    would then test nothing that ^C does."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 def bench_env(**extra):

@@ -20,7 +20,7 @@ import subprocess
 
 import pytest
 
-from conftest import TOP
+from conftest import TOP, default_signals
 
 DATA = os.path.join(TOP, "tests", "data")
 TEXT = os.path.join(TOP, "kernel-patch", "cover-letter.txt")
@@ -429,7 +429,7 @@ def test_killed_cover_letter_changes_nothing(rig, tmp_path, group):
                          env=dict(rig["env"], PYTHON=str(slow),
                                   TMPDIR=str(tmp)),
                          stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+                         start_new_session=True, preexec_fn=default_signals)
     try:
         t = time.time()
         while not ready.exists():

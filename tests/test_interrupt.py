@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import TOP, bench_env
+from conftest import TOP, bench_env, default_signals
 from test_analysis import ANALYZE, analyze, synthetic
 
 sys.path.insert(0, os.path.join(TOP, "analysis"))
@@ -94,7 +94,8 @@ def test_killed_analysis_leaves_nothing(tmp_path, sig):
     prog = SLOW_PLOTS % {"analysis": os.path.join(TOP, "analysis"),
                          "ready": ready, "analyze": ANALYZE}
     p = subprocess.Popen(["/usr/bin/python3", "-c", prog, d, "-q",
-                          "--force"], stderr=subprocess.PIPE, text=True)
+                          "--force"], stderr=subprocess.PIPE, text=True,
+                         preexec_fn=default_signals)
     t = time.time()
     while not os.path.exists(ready):
         assert p.poll() is None, p.stderr.read()
@@ -128,7 +129,8 @@ def test_interrupted_bench_is_marked_and_harmless(tmp_path, flavours,
     log = open(tmp_path / "stderr.txt", "w+")
     p = subprocess.Popen([os.path.join(TOP, "microbench", "bench-run.sh")],
                          cwd=TOP, env=env, stdout=subprocess.DEVNULL,
-                         stderr=log, start_new_session=True)
+                         stderr=log, start_new_session=True,
+                         preexec_fn=default_signals)
     t = time.time()
     consoles = []
     while not consoles:
