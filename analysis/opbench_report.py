@@ -98,8 +98,10 @@ def header(a):
         p.get("host_cpu", "?"), p.get("host_cpus", "?"),
         p.get("host_kernel", "?")))
     if h["host_state"]:
+        # The keys as host-state.sh names them (kvm_halt_poll_ns: no
+        # stray unit word in an instruction run's header).
         lines += field("Host state", ", ".join(
-            "%s %s" % (k.replace("_", " "), v)
+            "%s %s" % (k, v)
             for k, v in h["host_state"].items()
             if k not in ("cpu_model", "cmdline")))
     if not native:
