@@ -99,7 +99,8 @@ def test_resident_outcomes_fail_on_ops(tmp_path):
 # wrong on the control at seed 20261204 (bad-register and concurrent-break
 # did in most runs; mutate-valid, migrate-signal, race-register and exec
 # register one node or check none, and never did). The victim says so with
-# exit status 98, "node not reset by the walk", and nothing else.
+# exit status 98, "node not reset by the walk" (its own nodes or, in
+# threads, a thread's), and nothing else.
 BUG_SENSITIVE = ("churn", "limit", "ro-node", "threads", "fork", "rseq-rereg",
                  "self-cycle", "cycle", "bad-link", "early-close",
                  "bad-field", "dst-page", "node-unmapped")

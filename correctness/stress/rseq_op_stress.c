@@ -26,7 +26,8 @@
  *    "wrong":2,"scenarios":{"self-cycle":{"runs":20,"wrong":2,"max_s":1.5,
  *    "wrong_how":{"exit 99":2}},...}}
  * (wrong_how: the wrong outcomes by exit status or killing signal; the
- * victims' exit statuses say why: 98 a node not reset by the walk, 99
+ * victims' exit statuses say why: 98 a node not reset by the walk (the
+ * victim's own or one of its threads'), 99
  * alive after breaking the contract, 90-96 a refused or wrong prctl).
  * Exit status: 0 when every outcome was right; 1 otherwise; 4 (kselftest
  * SKIP) when the kernel has no RSEQ operations.
@@ -503,8 +504,12 @@ static void sc_threads(struct world *w)
 	for (int i = 0; i < nt; i++) {
 		t[i].stop = true;
 		pthread_join(th[i], NULL);
+		/* 3: one of its nodes not reset, the walk's fault as in 98. */
 		if (t[i].err)
-			wrong(w, 93, "thread %d: error %d", i, t[i].err);
+			wrong(w, t[i].err == 3 ? 98 : 93, "thread %d: %s", i,
+			      t[i].err == 3 ? "a node not reset by the walk" :
+			      t[i].err == 2 ? "registration refused" :
+			      "rseq registration refused");
 	}
 	sig.stop = true;
 	pthread_join(sth, NULL);
