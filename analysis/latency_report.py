@@ -26,7 +26,10 @@ def latency_lines(lat):
                           else "-") for n in part))
     lines += indented(
         "%s, the tracers' whole microseconds%s; N=0: the kernel's own "
-        "stretches, no list (measured once, shown in both layouts)" % (
+        "stretches, no list (measured once, shown in both layouts). A "
+        "maximum is the longest stretch on CPU 0 while the benchmark ran, "
+        "whatever code it was: see where it started and ended before "
+        "reading it as the walk's" % (
             lat["unit"], " x 1000 under icount (one instruction a "
             "nanosecond): resolution 1000 instructions" if
             lat["unit"] == "instructions" else ""))

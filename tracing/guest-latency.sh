@@ -11,9 +11,10 @@
 # For each tracer, layout and N: the tracer's maximum is reset, opbench's
 # switch benchmark walks the list LOOPS times on both threads (N = 0: no
 # operation, the kernel's own stretches alone), and the maximum stretch the
-# tracer saw is read with where it started and ended. Function tracing
-# inside the stretch is off (options/function-trace), so that the stretch
-# is the code's own. One JSON record per measurement into latency.json;
+# tracer saw is read with where it started and ended. Only CPU 0 is traced
+# (tracing_cpumask), where opbench runs; function tracing inside the
+# stretch is off (options/function-trace), so that the stretch is the
+# code's own. One JSON record per measurement into latency.json;
 # the trace of each maximum into trace-<tracer>-<layout>-<n>.txt.
 # Exit status: 0; 1 when a tracer is missing or opbench failed.
 set -u
@@ -28,6 +29,9 @@ for tracer in $TRACERS; do
 		continue
 	fi
 	echo 0 > "$T/tracing_on"
+	# CPU 0 only, where opbench runs (-c 0): the other CPU's idle loop,
+	# with preemption off, would otherwise be every maximum.
+	echo 1 > "$T/tracing_cpumask"
 	echo "$tracer" > "$T/current_tracer"
 	echo 0 > "$T/options/function-trace"
 	echo 0 > "$T/tracing_thresh"
@@ -45,8 +49,8 @@ for tracer in $TRACERS; do
 			[ -n "$max" ] || { max=null; rc=1; echo "guest-latency: $tracer: tracing_max_latency unreadable" >&2; }
 			f=trace-$tracer-$layout-$n.txt
 			cat "$T/trace" > "$f"
-			start=$(sed -n 's/^ *=> started at: *//p' "$f" | head -n 1)
-			end=$(sed -n 's/^ *=> ended at: *//p' "$f" | head -n 1)
+			start=$(sed -n 's/^#* *=> started at: *//p' "$f" | head -n 1)
+			end=$(sed -n 's/^#* *=> ended at: *//p' "$f" | head -n 1)
 			printf '{"kind":"latency","flavour":"%s","tracer":"%s","layout":"%s","nr_ops":%s,"loops":%s,"max_us":%s,"started_at":"%s","ended_at":"%s","opbench_status":%s}\n' \
 				"${FLAVOUR:-?}" "$tracer" "$layout" "$n" "$LOOPS" "$max" \
 				"$start" "$end" "$st" >> latency.json
