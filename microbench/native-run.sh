@@ -141,6 +141,8 @@ kernel_provenance() {
 	case $(uname -v) in *PREEMPT_RT*) echo "preempt=rt" ;; *PREEMPT_DYNAMIC*) echo "preempt=dynamic" ;; *PREEMPT*) echo "preempt=full" ;; *) echo "preempt=other" ;; esac
 }
 
+# One kernel for every repetition: its provenance is read once.
+kernel_provenance > "$out/kernel-provenance"
 rc=0
 i=0
 n=$(echo "$order" | wc -w)
@@ -150,8 +152,7 @@ for f in $order; do
 	d=$out/rep-$i-$f
 	# Never into an existing directory: another runner's, or an earlier run.
 	mkdir "$d" || die "cannot make $d (another run in $out?)"
-	kernel_provenance > "$d/kernel-provenance"
-	cp "$out/host-state" "$d/host-state"
+	cp "$out/kernel-provenance" "$out/host-state" "$d/"
 	printf '{"runner": "native", "kernel_release": "%s", "label": "%s", "reference": %s, "started": "%s", "timeout_s": %s}\n' \
 		"$rel" "$f" "$([ "$f" = "$label" ] && echo true || echo false)" \
 		"$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$tmo" > "$d/native.json"
