@@ -64,8 +64,7 @@ from stats_base import (  # noqa: F401
     _few_boots,
     _spread_sd,
     _welch)
-from stats_cost import (compare_slopes, compare_slopes_paired,  # noqa: F401
-                        cost_model)
+from stats_cost import compare_slopes, cost_model  # noqa: F401
 
 
 # One configuration ------------------------------------------------------
@@ -290,4 +289,20 @@ def compare_paired(ref_per_boot, per_boot, key=(), spread=None):
                detectable=(tc + tp) * se, identical=sd == 0,
                verdict="difference" if dci[0] > 0 or dci[1] < 0 else "none")
     out["warnings"] += _few_boots(k)
+    return out
+
+
+def compare_slopes_paired(model_ref, model, rounds, key=()):
+    """compare_slopes() for two kernels measured round by round (a time
+    run): each round's slope of model against model_ref's in the same
+    round, a paired t (compare_paired on one value a round). rounds:
+    {boot: round}. None when either model is None."""
+    if model_ref is None or model is None:
+        return None
+
+    def by_round(m):
+        return {rounds[p["boot"]]: [p["b"]] for p in m["per_boot"]}
+    out = compare_paired(by_round(model_ref), by_round(model), key=key)
+    out["method"] = ("per-round differences of per-boot slopes, paired t "
+                     "interval and test")
     return out

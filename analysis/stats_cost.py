@@ -151,23 +151,6 @@ def cost_model(cells, key=()):
     return out
 
 
-def compare_slopes_paired(model_ref, model, rounds, key=()):
-    """compare_slopes() for two kernels measured round by round (a time
-    run): each round's slope of model against model_ref's in the same
-    round, a paired t (compare_paired on one value a round). rounds:
-    {boot: round}. None when either model is None."""
-    from opbench_stats import compare_paired
-    if model_ref is None or model is None:
-        return None
-
-    def by_round(m):
-        return {rounds[p["boot"]]: [p["b"]] for p in m["per_boot"]}
-    out = compare_paired(by_round(model_ref), by_round(model), key=key)
-    out["method"] = ("per-round differences of per-boot slopes, paired t "
-                     "interval and test")
-    return out
-
-
 def compare_slopes(model_ref, model):
     """Difference of the cost model's slopes, model minus model_ref.
 
