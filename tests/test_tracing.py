@@ -162,8 +162,18 @@ def test_flame_graph_of_the_walk(flavours, image, tmp_path):
         folded = f.read()
     walks = [l for l in folded.splitlines() if "rseq_ops_apply_[k]" in l]
     assert walks, folded[:2000]
-    assert all("exit_to_user_mode_loop_[k]" in l for l in walks)
-    assert any("__rseq_handle_slowpath_[k]" in l for l in walks)
+    # Every walk is on a return to user space: after a system call
+    # (exit_to_user_mode_loop) or after an interrupt that came from user
+    # space, the timer's that preempted the thread (irqentry_exit, into
+    # which the loop is inlined); and 2048 nodes are walked by the slow
+    # path, never by the interrupts-off fast path.
+    exits = ("exit_to_user_mode_loop_[k]", "irqentry_exit_[k]")
+    for l in walks:
+        frames_ = l.rsplit(" ", 1)[0].split(";")
+        walk = frames_.index("rseq_ops_apply_[k]")
+        assert frames_[walk - 1] == "__rseq_handle_slowpath_[k]", l
+        assert any(e in frames_[:walk] for e in exits), l
+        assert not frames_[0].endswith("_[k]"), l
     # Signal delivery no longer walks: the IDs may be stale there.
     assert not any("__rseq_signal_deliver_[k]" in l for l in walks)
     n_walk = sum(int(l.rsplit(" ", 1)[1]) for l in walks)
