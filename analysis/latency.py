@@ -1,21 +1,30 @@
 # SPDX-License-Identifier: GPL-2.0
-"""latency - the longest interrupts-off and preemption-off stretch.
+"""latency - how long a walk holds interrupts or preemption off.
 
-tracing/latency.sh boots each flavour built with KCONFIG=latency and, with
-the kernel's irqsoff and preemptoff tracers, reads the longest stretch
-while a thread's list of N operations is walked (opbench switch), in both
-node layouts; N = 0 gives the kernel's own stretches, with no list.
+tracing/latency.sh boots each flavour built with KCONFIG=latency and, while
+a thread's list of N operations is walked (opbench switch), in both node
+layouts, records:
+  walk: each walk's duration (the function_graph tracer on
+      rseq_ops_apply) and whether it ran with interrupts off (the fast
+      path, at most 64 nodes) or only preemption off (the slow path);
+  irqsoff, preemptoff: the tracers' longest stretch on CPU 0 while the
+      benchmark ran, whatever code it was (N = 0: the kernel's own, no
+      list).
 Records: <run>/latency/<flavour>/latency.json (kind "latency": tracer,
-layout, nr_ops, max_us, started_at, ended_at), read by opbench_io.load.
+layout, nr_ops; max_us, started_at, ended_at for a tracer's maximum;
+trace, the walk trace, whose walks opbench_io.latency_records reads).
 
-The tracers report whole microseconds of the guest's clock. Under icount
-(shift=0) that clock advances one nanosecond per instruction: a
-microsecond is 1000 instructions, the figure's resolution. Elsewhere it is
-time, in microseconds.
+The guest's clock under icount (shift=0) advances one nanosecond per
+instruction: the tracers' whole microseconds are thousands of
+instructions, function_graph's nanoseconds are instructions. Elsewhere it
+is time, in microseconds.
 """
 from opbench_io import ResultsError
 
 TRACERS = ("irqsoff", "preemptoff")
+# The walk rows: its longest walk in each context.
+WALK_ROWS = (("irqs", "walk irqs"), ("preempt", "walk preempt"))
+ORDER = tuple(t for _, t in WALK_ROWS) + TRACERS
 
 
 # How far a tick may be from one instruction under icount (opbench's
@@ -24,11 +33,13 @@ TICK_TOLERANCE = 0.01
 
 
 def analyse(recs, accel):
-    """{"unit", "scale", "ns", "rows"}: one row per flavour, tracer and
-    layout, its longest stretch at each N ("values": {N: figure}) and
-    where the largest N's stretch started and ended; None without
-    records. The accelerator is the latency boots' own (their vm.json),
-    accel only for records without one."""
+    """{"unit", "resolution", "ns", "rows"}: one row per flavour, tracer
+    and layout, its longest stretch at each N ("values": {N: figure});
+    for a tracer's row where it started and ended ("where"), for a walk
+    row the walks in its context and their median ("walks", "median"),
+    and each row's resolution; None without records. The accelerator is
+    the latency boots' own (their vm.json), accel only for records
+    without one."""
     if not recs:
         return None
     accels = {r.get("accel") or accel for r in recs}
@@ -54,11 +65,18 @@ def analyse(recs, accel):
                                "N=%s: see its opbench.log" % (
                                    r["opbench_status"], r["flavour"],
                                    r["nr_ops"]))
-        key = (r["flavour"], r["tracer"], r["layout"])
-        row = rows.setdefault(key, {"flavour": key[0], "tracer": key[1],
-                                    "layout": key[2], "values": {},
-                                    "where": {}})
         n = int(r["nr_ops"])
+        if r["tracer"] == "walk":
+            # function_graph's nanoseconds: instructions under icount.
+            for ctx, name in WALK_ROWS:
+                row = _row(rows, r["flavour"], name, r["layout"])
+                d = sorted(ns_ for ns_, c in r.get("walks", []) if c == ctx)
+                row["walks"][n] = len(d)
+                if d:
+                    row["values"][n] = d[-1] * scale / 1000.0
+                    row["median"][n] = d[len(d) // 2] * scale / 1000.0
+            continue
+        row = _row(rows, r["flavour"], r["tracer"], r["layout"])
         if r["max_us"] is None:     # the tracer's maximum was unreadable
             continue
         row["values"][n] = float(r["max_us"]) * scale
@@ -66,14 +84,26 @@ def analyse(recs, accel):
     # N = 0 (no list) is measured once, under the first layout: every
     # layout's row shows it.
     for (fl, tr, lay), row in rows.items():
-        if 0 not in row["values"]:
+        if tr in TRACERS and 0 not in row["values"]:
             zero = next((x for (f, t, _), x in rows.items()
                          if f == fl and t == tr and 0 in x["values"]), None)
             if zero:
                 row["values"][0] = zero["values"][0]
                 row["where"][0] = zero["where"][0]
-    order = sorted(rows, key=lambda k: (k[0], TRACERS.index(k[1])
-                                        if k[1] in TRACERS else 9, k[2]))
+    order = sorted(rows, key=lambda k: (k[0], ORDER.index(k[1])
+                                        if k[1] in ORDER else 9, k[2]))
+    out = [rows[k] for k in order]
+    for r in out:
+        r["resolution"] = (1.0 if r.pop("ns_resolution") else 1000.0) * \
+            scale / 1000.0
     return {"unit": "instructions" if icount else "us",
             "resolution": scale if icount else 1.0,
-            "ns": ns, "rows": [rows[k] for k in order]}
+            "ns": ns, "rows": out}
+
+
+def _row(rows, flavour, tracer, layout):
+    return rows.setdefault((flavour, tracer, layout), {
+        "flavour": flavour, "tracer": tracer, "layout": layout,
+        "values": {}, "where": {}, "walks": {}, "median": {},
+        # function_graph: nanoseconds; the tracers: whole microseconds.
+        "ns_resolution": tracer not in TRACERS})

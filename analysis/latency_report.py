@@ -2,39 +2,59 @@
 """latency_report - the latency section (analysis/latency.py's result)."""
 from report_core import RULE, indented
 
-HEAD = ("Longest stretch with interrupts off (irqsoff) and preemption off "
-        "(preemptoff) while a list of N operations is walked, by the "
-        "kernel's tracers (KCONFIG=latency)")
+HEAD = ("How long a walk of N operations holds interrupts or preemption "
+        "off, and the kernel's own longest stretches beside it, by the "
+        "kernel's tracers (KCONFIG=latency kernels)")
+
+
+def _figure(lat, r, n):
+    if n not in r["values"]:
+        return "-"
+    # Time: a walk to the nanosecond, a tracer's maximum to the us.
+    if lat["unit"] == "us" and r["resolution"] < 1:
+        return "%.2f" % r["values"][n]
+    return "%.0f" % r["values"][n]
 
 
 def latency_lines(lat):
     if not lat:
         return []
     ns = lat["ns"]
+    unit = lat["unit"]
     lines = [RULE] + indented(HEAD, indent="") + [""]
     # Four N a table, so that it stays within the report's width.
     for i in range(0, len(ns), 4):
         part = ns[i:i + 4]
         if i:
             lines.append("")
-        lines.append("%-9s %-10s %-9s" % ("flavour", "tracer", "layout") +
+        lines.append("%-9s %-12s %-9s" % ("flavour", "stretch", "layout") +
                      "".join("%10s" % ("N=%d" % n) for n in part))
         for r in lat["rows"]:
-            lines.append("%-9s %-10s %-9s" % (
-                r["flavour"][:9], r["tracer"], r["layout"]) + "".join(
-                "%10s" % ("%.0f" % r["values"][n] if n in r["values"]
-                          else "-") for n in part))
+            lines.append("%-9s %-12s %-9s" % (
+                r["flavour"][:9], r["tracer"], r["layout"]) +
+                "".join("%10s" % _figure(lat, r, n) for n in part))
+    icount = unit == "instructions"
     lines += indented(
-        "%s, the tracers' whole microseconds%s; N=0: the kernel's own "
-        "stretches, no list (measured once, shown in both layouts). A "
-        "maximum is the longest stretch on CPU 0 while the benchmark ran, "
-        "whatever code it was: see where it started and ended before "
-        "reading it as the walk's" % (
-            lat["unit"], " x 1000 under icount (one instruction a "
-            "nanosecond): resolution 1000 instructions" if
-            lat["unit"] == "instructions" else ""))
+        "%s. walk irqs / walk preempt: the longest walk (function_graph "
+        "on rseq_ops_apply, with its own entry and exit) that ran with "
+        "interrupts off, the fast path of at most 64 nodes, or with only "
+        "preemption off, the slow path, to the %s; '-': no walk "
+        "there." % (unit, "instruction (one a nanosecond under icount)"
+                    if icount else "nanosecond"))
+    lines += indented(
+        "irqsoff / preemptoff: the tracers' longest stretch on CPU 0 "
+        "while the benchmark ran, whatever code it was, in whole "
+        "microseconds%s; N=0: the kernel's own, no list (measured once, "
+        "shown in both layouts). The walk adds to the worst case only "
+        "where its row exceeds these." % (
+            " x 1000 (resolution 1000 instructions)" if icount else ""))
     top = max(ns)
     for r in lat["rows"]:
+        if r["walks"].get(top):
+            lines += indented("%s %s %s N=%d: %d walks, median %s" % (
+                r["flavour"], r["tracer"], r["layout"], top,
+                r["walks"][top], "%.0f" % r["median"][top] if icount
+                else "%.2f" % r["median"][top]), more="    ")
         w = r["where"].get(top)
         if w and any(w):
             lines += indented("%s %s %s N=%d: from %s to %s" % (

@@ -230,8 +230,43 @@ def latency_records(d):
         tpi = [float(r["ticks_per_insn"]) for r in
                (read_records(ob) if os.path.exists(ob) else [])
                if r.get("kind") == "clock"]
-        out += [dict(r, accel=accel, ticks_per_insn=tpi)
-                for r in read_records(p) if r.get("kind") == "latency"]
+        for r in read_records(p):
+            if r.get("kind") != "latency":
+                continue
+            r = dict(r, accel=accel, ticks_per_insn=tpi)
+            if r.get("trace"):
+                r["walks"] = walk_durations(os.path.join(fd, r["trace"]))
+            out.append(r)
+    return out
+
+
+# One call of the walker in a function_graph trace with the latency format
+# (tracing/guest-latency.sh):
+#  0)  d..1. |   2.518 us    |  rseq_ops_apply();
+# the CPU, the flags (irqs-off, need-resched, hardirq/softirq,
+# preempt-depth, migrate-disable), an overhead mark and the duration.
+_FGRAPH_WALK = re.compile(r"^\s*\d+\)\s+(\S{4,6})\s+\|\s*[-+!#*@$]?\s*"
+                          r"(\d+(?:\.\d+)?) us\s*\|\s*rseq_ops_apply\(\);")
+
+
+def walk_durations(path):
+    """The walks of a function_graph trace of rseq_ops_apply: a list of
+    [nanoseconds, "irqs" | "preempt"], the context being whether the walk
+    ran with interrupts off (the fast path) or only preemption off."""
+    if not os.path.exists(path):
+        raise ResultsError("%s: missing; its latency record names it" % path)
+    out = []
+    with open(path) as f:
+        for line in f:
+            m = _FGRAPH_WALK.match(line)
+            if not m:
+                if "rseq_ops_apply" in line:
+                    raise ResultsError("%s: a walk line not understood: %r" %
+                                       (path, line.rstrip()))
+                continue
+            flags, us = m.groups()
+            out.append([float(us) * 1000.0,
+                        "irqs" if flags[0] in "dD" else "preempt"])
     return out
 
 

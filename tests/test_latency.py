@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The latency step: the longest interrupts-off and preemption-off stretch
-while a list is walked, as tracing/latency.sh records it (host tests on
-records; the boots themselves run in make bench PLAN=walker and make
-latency, on their own KCONFIG=latency kernels)."""
+"""The latency step: how long a walk holds interrupts or preemption off,
+and the kernel's own longest stretches while a list is walked, as
+tracing/latency.sh records them (host tests on records and a walk trace of
+the kernel's own format; the boots themselves run in make bench
+PLAN=walker and make latency, on their own KCONFIG=latency kernels)."""
 import json
 import os
 import shutil
@@ -16,8 +17,9 @@ from conftest import TOP
 sys.path.insert(0, os.path.join(TOP, "analysis"))
 import latency  # noqa: E402
 import opbench_data  # noqa: E402
+import opbench_io  # noqa: E402
 import opbench_report  # noqa: E402
-from opbench_io import ResultsError  # noqa: E402
+from opbench_io import ResultsError, walk_durations  # noqa: E402
 
 NS = (0, 64, 65, 2048)
 
@@ -38,6 +40,78 @@ def records(flavour, us):
                             "ended_at": "end_%s" % tr,
                             "opbench_status": 0})
     return out
+
+
+def walk_records(flavour, tmp):
+    """The walk records and their function_graph traces, in tmp: up to 64
+    nodes the walk runs with interrupts off, beyond with preemption off;
+    30 instructions a node, twice that one node per page."""
+    out = []
+    for lay in ("packed", "scattered"):
+        for n in NS[1:]:
+            f = "walk-%s-%d.txt" % (lay, n)
+            ns_ = 500 + n * 30 * (2 if lay == "scattered" else 1)
+            flags = "d..1." if n <= 64 else "...2."
+            lines = [" 0)  %s | %s %8.3f us   |  rseq_ops_apply();" % (
+                flags, "+" if ns_ > 10000 else " ", (ns_ + k) / 1000.0)
+                for k in range(5)]
+            (tmp / f).write_text("# tracer: function_graph\n" +
+                                 "\n".join(lines) + "\n")
+            out.append({"kind": "latency", "flavour": flavour,
+                        "tracer": "walk", "layout": lay, "nr_ops": n,
+                        "loops": 200, "trace": f, "opbench_status": 0})
+    return out
+
+
+def test_walks_read_from_the_kernels_format():
+    """tests/data/latency/walk-fgraph.txt is the kernel's own output
+    (function_graph on rseq_ops_apply, latency format) of an ops guest:
+    a fast-path walk of 64 nodes with interrupts off, slow-path walks of
+    2048 with preemption off, a context-switch banner between."""
+    w = walk_durations(os.path.join(TOP, "tests", "data", "latency",
+                                    "walk-fgraph.txt"))
+    assert w == [[2518.0, "irqs"], [60049.0, "preempt"],
+                 [60050.0, "preempt"], [60049.0, "preempt"],
+                 [67440.0, "preempt"]]
+
+
+def test_walk_line_not_understood_is_an_error(tmp_path):
+    f = tmp_path / "walk-packed-64.txt"
+    f.write_text(" 0)  d..1. |  2,518 us  |  rseq_ops_apply();\n")
+    with pytest.raises(ResultsError, match="not understood"):
+        walk_durations(str(f))
+    with pytest.raises(ResultsError, match="missing"):
+        walk_durations(str(tmp_path / "walk-packed-65.txt"))
+
+
+def test_walk_rows_longest_in_each_context(tmp_path):
+    """The walk rows: the longest walk with interrupts off and with only
+    preemption off, in instructions under icount (function_graph's
+    nanoseconds), microseconds in time."""
+    d = tmp_path / "ops"
+    d.mkdir()
+    (d / "latency.json").write_text("".join(
+        json.dumps(r) + "\n" for r in walk_records("ops", d)))
+    (d / "vm.json").write_text(json.dumps({"accel": "icount"}))
+    recs = opbench_io.latency_records(str(tmp_path))
+    lat = latency.analyse(recs, None)
+    rows = {(r["tracer"], r["layout"]): r for r in lat["rows"]}
+    irqs, pre = rows[("walk irqs", "scattered")], rows[("walk preempt",
+                                                         "scattered")]
+    # 5 walks, the longest 4 instructions over the first.
+    assert irqs["values"] == {64: 500 + 64 * 60 + 4}
+    assert pre["values"] == {65: 500 + 65 * 60 + 4, 2048: 500 + 2048 * 60 + 4}
+    assert pre["walks"] == {64: 0, 65: 5, 2048: 5}
+    assert irqs["walks"] == {64: 5, 65: 0, 2048: 0}
+    assert pre["median"][2048] == 500 + 2048 * 60 + 2
+    assert irqs["resolution"] == 1
+    # The same walks in time: microseconds, to the nanosecond.
+    (d / "vm.json").write_text(json.dumps({"accel": "kvm"}))
+    lat = latency.analyse(opbench_io.latency_records(str(tmp_path)), None)
+    pre = next(r for r in lat["rows"] if r["tracer"] == "walk preempt"
+               and r["layout"] == "packed")
+    assert lat["unit"] == "us" and pre["resolution"] == 0.001
+    assert pre["values"][2048] == pytest.approx((500 + 2048 * 30 + 4) / 1e3)
 
 
 def walk(tr, lay, n):
@@ -83,17 +157,26 @@ def test_report_section_and_table(tmp_path):
         d = run / "latency" / fl
         d.mkdir(parents=True)
         (d / "latency.json").write_text("".join(
-            json.dumps(r) + "\n" for r in records(fl, walk)))
+            json.dumps(r) + "\n" for r in records(fl, walk) +
+            walk_records(fl, d)))
         (d / "vm.json").write_text(json.dumps({"accel": "icount"}))
     a = opbench_data.analyse(opbench_data.load(str(run)))
     text = opbench_report.render(a)
-    sec = text[text.index("Longest stretch"):]
+    sec = text[text.index("How long a walk"):]
     assert "resolution 1000 instructions" in " ".join(sec.split())
     lines = sec.splitlines()
-    ops_pre = next(ln for ln in lines if ln.startswith("ops       "
-                                                       "preemptoff scattered"))
+    assert all(len(ln) <= 72 for ln in lines), sec
+    ops_pre = next(ln for ln in lines if ln.startswith(
+        "ops       preemptoff   scattered"))
     assert ops_pre.split()[-1] == "%d" % (walk("preemptoff", "scattered",
                                                2048) * 1000)
+    ops_walk = next(ln for ln in lines if ln.startswith(
+        "ops       walk preempt scattered"))
+    # N = 0 has no walk, 64 walks with interrupts off.
+    assert ops_walk.split()[-4:] == ["-", "-", "%d" % (500 + 65 * 60 + 4),
+                                     "%d" % (500 + 2048 * 60 + 4)], ops_walk
+    assert "ops walk preempt scattered N=2048: 5 walks, median %d" % (
+        500 + 2048 * 60 + 2) in sec
     r = subprocess.run(["/usr/bin/python3",
                         os.path.join(TOP, "analysis", "latency_table.py"),
                         str(run / "latency")], capture_output=True, text=True)

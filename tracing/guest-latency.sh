@@ -1,21 +1,29 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# guest-latency.sh - run inside a guest booted with KCONFIG=latency: the
-# longest interrupts-off and preemption-off stretch while a thread's
-# operations are walked, as the kernel's own tracers measure it.
+# guest-latency.sh - run inside a guest booted with KCONFIG=latency: how
+# long a walk of a thread's operations holds interrupts or preemption off,
+# and the longest such stretch of the kernel's own, as the kernel's
+# tracers measure them.
 #
 # Run by tracing/latency.sh from the shared directory, with
-#   NS="0 64 65 2048"  LAYOUTS="packed scattered"  TRACERS="irqsoff preemptoff"
+#   NS="0 64 65 2048"  LAYOUTS="packed scattered"
+#   TRACERS="walk irqsoff preemptoff"
 #   LOOPS=..  (switch round trips per measurement: each one two walks)
 #   FLAVOUR=..  (the label opbench writes)
-# For each tracer, layout and N: the tracer's maximum is reset, opbench's
-# switch benchmark walks the list LOOPS times on both threads (N = 0: no
-# operation, the kernel's own stretches alone), and the maximum stretch the
-# tracer saw is read with where it started and ended. Only CPU 0 is traced
-# (tracing_cpumask), where opbench runs; function tracing inside the
-# stretch is off (options/function-trace), so that the stretch is the
-# code's own. One JSON record per measurement into latency.json;
-# the trace of each maximum into trace-<tracer>-<layout>-<n>.txt.
+# For each tracer, layout and N, opbench's switch benchmark walks the list
+# LOOPS times on both threads (N = 0: no operation). Only CPU 0 is traced
+# (tracing_cpumask), where opbench runs.
+#   walk: the function_graph tracer on rseq_ops_apply alone, with the
+#       latency format: each walk's duration and whether it ran with
+#       interrupts off (the fast path) or preemption off (the slow path).
+#       The whole trace goes to walk-<layout>-<n>.txt, which the analysis
+#       reads; N = 0 has no walk and is skipped.
+#   irqsoff, preemptoff: the tracer's maximum, reset before each
+#       measurement, is the longest stretch on CPU 0 whatever code it was
+#       (function tracing inside it off, so that it is the code's own);
+#       its trace, with where it started and ended, into
+#       trace-<tracer>-<layout>-<n>.txt.
+# One JSON record per measurement into latency.json.
 # Exit status: 0; 1 when a tracer is missing or opbench failed.
 set -u
 : "${NS:?} ${LAYOUTS:?} ${TRACERS:?} ${LOOPS:?}"
@@ -23,8 +31,10 @@ T=/sys/kernel/tracing
 [ -d "$T/options" ] || mount -t tracefs nodev "$T" 2>/dev/null
 rc=0
 for tracer in $TRACERS; do
-	if ! grep -qw "$tracer" "$T/available_tracers"; then
-		echo "guest-latency: no $tracer tracer in this kernel (KCONFIG=latency builds it)" >&2
+	kt=$tracer
+	[ "$tracer" = walk ] && kt=function_graph
+	if ! grep -qw "$kt" "$T/available_tracers"; then
+		echo "guest-latency: no $kt tracer in this kernel (KCONFIG=latency builds it)" >&2
 		rc=1
 		continue
 	fi
@@ -32,13 +42,37 @@ for tracer in $TRACERS; do
 	# CPU 0 only, where opbench runs (-c 0): the other CPU's idle loop,
 	# with preemption off, would otherwise be every maximum.
 	echo 1 > "$T/tracing_cpumask"
-	echo "$tracer" > "$T/current_tracer"
-	echo 0 > "$T/options/function-trace"
+	if [ "$tracer" = walk ]; then
+		if ! echo rseq_ops_apply > "$T/set_ftrace_filter" 2>/dev/null; then
+			echo "guest-latency: rseq_ops_apply cannot be traced in this kernel" >&2
+			rc=1
+			continue
+		fi
+		echo 0 > "$T/options/funcgraph-irqs"
+		echo 1 > "$T/options/latency-format"
+	fi
+	echo "$kt" > "$T/current_tracer"
+	[ "$tracer" = walk ] || echo 0 > "$T/options/function-trace"
 	echo 0 > "$T/tracing_thresh"
 	for layout in $LAYOUTS; do
 		for n in $NS; do
 			# N = 0 has no list: one measurement, under the first layout.
 			[ "$n" = 0 ] && [ "$layout" != "${LAYOUTS%% *}" ] && continue
+			if [ "$tracer" = walk ]; then
+				[ "$n" = 0 ] && continue
+				echo > "$T/trace"
+				echo 1 > "$T/tracing_on"
+				./opbench -q -f "${FLAVOUR:-?}" -n "$n" --layout "$layout" -l "$LOOPS" \
+					-s 1 -w 0 -c 0 switch >> opbench.json 2>> opbench.log
+				st=$?
+				echo 0 > "$T/tracing_on"
+				f=walk-$layout-$n.txt
+				cat "$T/trace" > "$f"
+				printf '{"kind":"latency","flavour":"%s","tracer":"walk","layout":"%s","nr_ops":%s,"loops":%s,"trace":"%s","opbench_status":%s}\n' \
+					"${FLAVOUR:-?}" "$layout" "$n" "$LOOPS" "$f" "$st" >> latency.json
+				[ $st = 0 ] || { echo "guest-latency: opbench N=$n $layout exited $st" >&2; rc=1; }
+				continue
+			fi
 			echo 0 > "$T/tracing_max_latency"
 			echo 1 > "$T/tracing_on"
 			./opbench -q -f "${FLAVOUR:-?}" -n "$n" --layout "$layout" -l "$LOOPS" \
@@ -58,5 +92,9 @@ for tracer in $TRACERS; do
 		done
 	done
 	echo nop > "$T/current_tracer"
+	if [ "$tracer" = walk ]; then
+		echo > "$T/set_ftrace_filter"
+		echo 0 > "$T/options/latency-format"
+	fi
 done
 exit $rc
