@@ -58,7 +58,8 @@ def analyse(a, compare=None):
         for fl in fls:
             s = g["per_walk"].get(fl)
             if s:
-                out["slopes"].append(dict(s, bench=bench, flavour=fl))
+                out["slopes"].append(dict(s, bench=bench, flavour=fl,
+                                          mean=g["per_walk_mean"].get(fl)))
                 continue
             bad = sorted({x["nr_ops"] for x in a.get("invalid", [])
                           if x["bench"] == bench and x["flavour"] == fl})

@@ -62,6 +62,26 @@ def designs_lines(d, a):
                         "%-8s %-10s no slope: %s" % (b, fl, miss[(b, fl)]),
                         WIDTH, initial_indent="  ",
                         subsequent_indent="  " + " " * 20)
+        means = [(b, fl, sl[(b, fl)]["mean"]) for b in benches for fl in fls
+                 if (b, fl) in sl and sl[(b, fl)].get("mean")]
+        if means:
+            lines += [""] + textwrap.wrap(
+                "What a return costs a user: the same fit on each sample's "
+                "mean per loop, every iteration counted, re-walks included "
+                "(the slope above takes the median iteration, which hides "
+                "them), %s per operation per walk:" % unit, WIDTH)
+            lines.append("  %-8s %-10s %10s  %-20s %s" % (
+                "bench", "design", "mean", CI_HEAD, "vs slope"))
+            for b, fl, m in means:
+                med = sl[(b, fl)]["value"]
+                lines.append("  %-8s %-10s %10s  %-20s %s" % (
+                    b, fl, num(m["value"]), ci(m["ci"]),
+                    "%+.1f %%" % (100.0 * (m["value"] / med - 1))
+                    if med and m["value"] is not None else "n/a"))
+            if any(b == "preempt" for b in benches):
+                lines += textwrap.wrap(
+                    "  preempt has no mean: its samples are P-gaps, one "
+                    "per preemption.", WIDTH, subsequent_indent="  ")
         lines += [""] + textwrap.wrap("Per operation, RFC and ours against "
                                       "the resident variant (ratio of "
                                       "slopes):", WIDTH)

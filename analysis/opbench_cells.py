@@ -98,6 +98,25 @@ def _sample_why(r):
     return "sample %s: %s" % (r.get("sample"), r.get("why") or "invalid")
 
 
+def mean_cells(extra, clock, cells, key):
+    """{N: {boot: [mean per loop of each sample]}} of the valid cells of a
+    family (key: bench, op type, registration, flavour; cells: {N: its
+    valid samples per boot}), from the sample records' tsc_mean (every
+    iteration of the sample, where tsc_median is the middle one). None
+    when a record lacks it (an older opbench) or the family has none
+    (preempt's cells are P-gaps)."""
+    out = {}
+    for n, per_boot in cells.items():
+        for boot in per_boot or {}:
+            recs = extra.get(key + (n,), {}).get(boot, [])
+            if not recs or any("tsc_mean" not in r for r in recs):
+                return None
+            scale = clock.get(boot, {}).get("scale", 1.0)
+            out.setdefault(n, {})[boot] = [float(r["tsc_mean"]) * scale
+                                           for r in recs]
+    return out or None
+
+
 def collect(run, clock):
     """Per-boot samples of every cell, and what the gates said.
 

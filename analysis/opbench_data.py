@@ -24,7 +24,7 @@ from cross_checks import (AGREE, IRQS_OFF_MAX, WALK_BENCHES,
                           WALK_COUNT_TOLERANCE, cross_checks, diff_per_walk,
                           per_walk, slope_per_walk, walk_count_checks)
 from opbench_cells import BETTER, accel_of, clocks, collect, cell_detail, \
-    preempt_detail
+    mean_cells, preempt_detail
 # What the rest of analysis/ and the tests call opbench_data's.
 from opbench_io import INCOMPLETE, ResultsError, load, newest_run  # noqa: F401
 
@@ -211,7 +211,7 @@ def analyse(run):
              "walks_per_loop": meta.get(bench, {}).get("walks_per_loop"),
              "better": meta.get(bench, {}).get("better", BETTER),
              "cells": [], "vs_reference": [], "vs_zero": {}, "cost": {},
-             "per_walk": {},
+             "per_walk": {}, "per_walk_mean": {},
              "vs_rfc": [], "headline_excluded":
                  ICOUNT_EXCLUDED.get(bench) if accel == "icount" else None,
              "unsupported": sorted(
@@ -289,6 +289,15 @@ def analyse(run):
                 # Per walk, as the report prints it beside b.
                 if g["walks_per_loop"]:
                     g["per_walk"][fl] = per_walk(model, g["walks_per_loop"])
+            # What a user pays: each sample's mean per loop, every
+            # iteration and re-walk counted, where the median hides them.
+            mean = mean_cells(col["extra"], clock,
+                              {n: pb(fl, n) for n in ns}, gkey + (fl,))
+            mmodel = st.cost_model(mean, key=gkey + (fl, "mean")) \
+                if mean else None
+            if mmodel and g["walks_per_loop"]:
+                g["per_walk_mean"][fl] = per_walk(mmodel,
+                                                  g["walks_per_loop"])
         # Ours against the RFC as posted, N by N and slope against slope.
         if "ops" in flavours and "rfc" in flavours:
             for n in sorted(k[4] for k in cells if k[3] == "ops"):

@@ -47,6 +47,55 @@ def rewrite(d, boot, change):
 
 # Records to analysis ------------------------------------------------------
 
+def test_mean_per_return_counts_what_the_median_hides(tmp_path):
+    """Re-walks raise a sample's mean, not its median iteration: a mean
+    that grows by 0.25 instructions per operation per walk over the
+    median shows up in per_walk_mean and nowhere else; preempt's P-gaps
+    have no mean; a record without tsc_mean (an older opbench) leaves its
+    family without one rather than half-fitted."""
+    d = synthetic(tmp_path)
+
+    def rewalks(recs):
+        for r in recs:
+            if r.get("kind") == "sample":
+                r["tsc_mean"] = r["tsc_median"] + 0.25 * int(
+                    r["nr_ops"]) * (r.get("walks_per_loop") or 1)
+        return recs
+    for b in os.listdir(d):
+        if b.startswith("boot-"):
+            rewrite(d, b, rewalks)
+    a = opbench_data.analyse(opbench_data.load(d))
+    g = {x["bench"]: x for x in a["groups"]}
+    med, mean = g["switch"]["per_walk"]["ops"], \
+        g["switch"]["per_walk_mean"]["ops"]
+    assert mean["value"] == pytest.approx(med["value"] + 0.25, abs=1e-6)
+    assert mean["k"] == med["k"] == 5
+
+    def older(recs):
+        for r in recs:
+            if r.get("kind") == "sample" and r["bench"] == "switch":
+                r.pop("tsc_mean")
+                break
+        return recs
+    rewrite(d, next(b for b in sorted(os.listdir(d))
+                    if b.endswith("-ops")), older)
+    a = opbench_data.analyse(opbench_data.load(d))
+    g = {x["bench"]: x for x in a["groups"]}
+    assert "ops" in g["switch"]["per_walk"]
+    assert "ops" not in g["switch"]["per_walk_mean"]
+    # A run of real boots (tests/data/quick-run): switch and signal have
+    # a mean, on the same scale as the median's (a few % above it under
+    # icount), preempt none.
+    a = opbench_data.analyse(opbench_data.load(os.path.join(DATA,
+                                                            "quick-run")))
+    g = {x["bench"]: x for x in a["groups"]}
+    for bench in ("switch", "signal"):
+        med = g[bench]["per_walk"]["ops"]["value"]
+        assert g[bench]["per_walk_mean"]["ops"]["value"] == \
+            pytest.approx(med, rel=0.05)
+    assert g["preempt"]["per_walk"] and not g["preempt"]["per_walk_mean"]
+
+
 def test_synthetic_run_known_answers(tmp_path):
     a = opbench_data.analyse(opbench_data.load(synthetic(tmp_path)))
     assert a["unit"] == "instructions"

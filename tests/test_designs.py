@@ -45,7 +45,8 @@ def synthetic_analysis(tmp_path, with_loops=True):
          "irqs_off_max": 64, "header": {"kernel": {}}}
     for bench, walks in WALKS.items():
         g = {"bench": bench, "op_type": "null", "walks_per_loop": walks,
-             "cost": {}, "per_walk": {}, "vs_reference": [], "vs_zero": {},
+             "cost": {}, "per_walk": {}, "per_walk_mean": {},
+             "vs_reference": [], "vs_zero": {},
              "cells": [], "unsupported": []}
         for fl, slope in SLOPE.items():
             g["cost"][fl] = st.cost_model(cells(rng, 4000.0, slope, walks),
