@@ -165,7 +165,7 @@ endif
 .PHONY: help deps buildroot source config kernels kernel test-kernels image \
 	vm-check boot-time test test-host selftests selftests-op differential \
 	check-series plan-check bench bench-kernels bench-walker report flamegraph trace \
-	test-resident plugin-header host-check kit deb latency \
+	test-resident plugin-header host-check kit deb latency merge \
 	trace-validate trace-overhead stress clean-cache cover-perf cover-letter
 
 help:
@@ -185,6 +185,9 @@ help:
 	@echo '  kit            a tarball for a test box: the static programs, PLAN, a runner'
 	@echo '                 and a README (KIT=file.tar.gz; default results/kit-*.tar.gz);'
 	@echo '                 its results come back to make report RESULTS='
+	@echo '  merge          one run of several kernels from a test box'"'"'s native runs,'
+	@echo '                 a kernel each: RUNS="<run> <run>..." [OUT=results/<new>];'
+	@echo '                 the k-th repetition of each kernel paired as round k'
 	@echo '  host-check     what of this machine'"'"'s state moves time (governor, turbo,'
 	@echo '                 SMT, isolated CPUs, THP, PMU, ...) and what to change'
 	@echo '  bench-walker   make bench PLAN=walker: our walker, the kernel-resident variant'
@@ -403,6 +406,13 @@ report:
 	$(Q)test -n "$(RESULTS)" || { echo 'report: name a run: make report RESULTS=results/<run>' >&2; exit 2; }
 	$(Q)$(PYTHON) analysis/analyze.py $(RESULTS) $(if $(FORCE),--force) \
 		$(if $(ICOUNT_RUN),--icount-run $(ICOUNT_RUN))
+
+# Native runs of one kit on one test box, a kernel each, into one run.
+merge:
+	$(Q)test -n "$(strip $(RUNS))" || { echo 'merge: name the runs: make merge RUNS="results/<run> results/<run>..." [OUT=results/<new>]' >&2; exit 2; }
+	$(Q)out=$${OUT:-$${RESULTS_ROOT:-results}/$$(date -u +%Y%m%dT%H%M%SZ)-merged} && \
+		$(PYTHON) analysis/merge_runs.py "$$out" $(RUNS) && \
+		echo "merge: now make report RESULTS=$$out"
 
 cover-perf:
 	$(Q)test -n "$(RESULTS)" || { echo 'cover-perf: name a run of make bench: make cover-perf RESULTS=results/<run>' >&2; exit 2; }

@@ -113,14 +113,21 @@ def perf_bench(run, clock, accel):
 def rounds_of(run):
     """Each boot's round. bench-run.sh and native-run.sh run every flavour
     once a round and write the order (provenance boot_order): boot i is in
-    round (i - 1) // flavours, whatever boots are missing. A run without
+    round (i - 1) // flavours, whatever boots are missing; a merged run
+    writes each boot's round beside it (boot_rounds). A run without
     that order (or one that disagrees with its boot directories) counts
     the boots of each flavour before it instead."""
     order = run["provenance"].get("boot_order", "").split()
     nfl = len(set(order))
-    if order and all(b["index"] <= len(order) and
-                     order[b["index"] - 1] == b["flavour"]
-                     for b in run["boots"]):
+    consistent = order and all(b["index"] <= len(order) and
+                               order[b["index"] - 1] == b["flavour"]
+                               for b in run["boots"])
+    # A merged run (analysis/merge_runs.py) says each boot's round.
+    given = run["provenance"].get("boot_rounds", "").split()
+    if consistent and len(given) == len(order) and \
+            all(x.isdigit() for x in given):
+        return {b["index"]: int(given[b["index"] - 1]) for b in run["boots"]}
+    if consistent:
         return {b["index"]: (b["index"] - 1) // nfl for b in run["boots"]}
     seen, out = collections.Counter(), {}
     for b in run["boots"]:

@@ -108,7 +108,14 @@ loaded into the kernel or taken offline.
    that state.
 3. Copy the results directory back and run, in the project:
        make report RESULTS=<the directory>
-   Results of several kernels (one run each) are reported one by one.
+4. To compare kernels: one run per boot, alternating the kernels over
+   several reboots (REPS=1 or 2 each: the unpatched kernel, the
+   package, the unpatched kernel, ...), then, in the project:
+       make merge RUNS="<dir> <dir> ..."    # prints the merged run
+       make report RESULTS=<the merged run>
+   The k-th repetition of each kernel is paired with the others' k-th:
+   alternating keeps those close in time, so that the box's drift
+   between sessions stays out of the comparison.
 
 Made at project commit $(git -C "$TOPDIR" rev-parse --short HEAD 2>/dev/null || echo unknown); see provenance.
 EOF

@@ -26,6 +26,7 @@ RUNNER = os.path.join(TOP, "microbench", "native-run.sh")
 HOST_STATE = os.path.join(TOP, "scripts", "host-state.sh")
 ANALYZE = os.path.join(TOP, "analysis", "analyze.py")
 PY = "/usr/bin/python3"
+DATA = os.path.join(TOP, "tests", "data")
 # A plan small enough for a host test: N = 0 and one operation (which an
 # unpatched kernel cannot run), three benchmarks, two repetitions a label.
 TINY = {"SWEEP": "0,1", "LOOPS": "200", "SAMPLES": "3", "WARMUP": "1",
@@ -154,6 +155,76 @@ def test_no_pmu_columns_without_counters(aa_run):
     assert not [k for r in recs for k in r if k.startswith("pmu_")]
     assert all(g["pmu"] is None for g in a["groups"])
     assert "PMU counters" not in text
+
+
+def test_box_sessions_merged_into_one_comparison(kit, tmp_path):
+    """A test box runs one kernel a boot: the unpatched one, then a
+    package of make deb (here a BOOT_DIR stands for its /boot), then the
+    unpatched one again. merge_runs makes one run of them, every
+    repetition renumbered in the order it ran, the k-th of each kernel
+    paired as round k, and the report compares the kernels; the inputs
+    are not changed."""
+    plan = dict(BENCHES="syscall switch", SWEEP="0", REPS="1")
+    box = tmp_path / "box-boot"
+    box.mkdir()
+    (box / ("opbench-provenance-" + platform.release())).write_text(
+        "flavour=ops\nkernel_release=%s\nseries_hash=0123456789abcdef\n"
+        "config_hash=fedcba9876543210\n" % platform.release())
+    runs = []
+    for k, env in enumerate(({}, {"BOOT_DIR": str(box)}, {},
+                             {"BOOT_DIR": str(box)})):
+        runs.append(tmp_path / ("session-%d" % k))
+        r = native(kit, runs[-1], SEED=str(20 + k), **dict(plan, **env))
+        assert r.returncode == 0, r.stderr[-3000:]
+    before = {str(p): sorted(os.listdir(p)) for p in runs}
+    merged = tmp_path / "merged"
+    r = subprocess.run([PY, os.path.join(TOP, "analysis", "merge_runs.py"),
+                        str(merged)] + [str(p) for p in runs],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "4 repetitions of native (2), ops (2)" in r.stderr
+    assert sorted(os.listdir(merged)) == [
+        "provenance", "rep-1-native", "rep-2-ops", "rep-3-native",
+        "rep-4-ops"]
+    prov = (merged / "provenance").read_text()
+    assert "boot_order=native ops native ops\n" in prov
+    assert "boot_rounds=0 0 1 1\n" in prov
+    assert "reference=native\n" in prov and "seed=20 21 22 23\n" in prov
+    assert {str(p): sorted(os.listdir(p)) for p in runs} == before
+    r, a, text = analyse(str(merged))
+    assert r.returncode == 0, r.stderr
+    assert a["unit"] == "ns" and a["reference"] == "native"
+    rows = sorted((m["bench"], m["flavour"], m["nr_ops"])
+                  for m in a["mission"])
+    assert rows == [("switch", "ops", 0), ("syscall", "ops", 0)]
+
+
+def test_merge_refusals(kit, tmp_path):
+    """Runs of one kernel only, of different plans, a guest run, or an
+    existing OUT: refused, naming why, and nothing written."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d, samples in ((a, "3"), (b, "2")):
+        r = native(kit, d, BENCHES="syscall", SWEEP="0", REPS="1",
+                   SAMPLES=samples)
+        assert r.returncode == 0, r.stderr[-3000:]
+    tool = os.path.join(TOP, "analysis", "merge_runs.py")
+
+    def merge(out, *runs):
+        return subprocess.run([PY, tool, str(out)] + [str(x) for x in runs],
+                              capture_output=True, text=True)
+    r = merge(tmp_path / "m1", a, a)
+    assert r.returncode == 2 and "every run is of one kernel" in r.stderr
+    r = merge(tmp_path / "m2", a, b)
+    assert r.returncode == 2 and "differ in ops" in r.stderr
+    guest = os.path.join(DATA, "quick-run")
+    r = merge(tmp_path / "m3", a, guest)
+    assert r.returncode == 2 and "not a native run" in r.stderr
+    (tmp_path / "m4").mkdir()
+    (tmp_path / "m4" / "x").write_text("")
+    r = merge(tmp_path / "m4", a, b)
+    assert r.returncode == 2 and "not empty" in r.stderr
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(
+        ("m1", "m2", "m3"))]
 
 
 def test_counting_path_with_software_events(kit, tmp_path):

@@ -1,0 +1,181 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""merge_runs - one run of several kernels, from native runs made on one
+test box, one run per boot of a kernel (the kit's run.sh, or make bench
+RUNNER=native), so that make report compares the kernels.
+
+Usage: merge_runs.py OUT RUN...   (make merge RUNS="RUN..." [OUT=...])
+
+A test box runs one kernel at a time: the unpatched one, then, after a
+reboot, a package of make deb, and so on. Each run holds that kernel's
+repetitions (rep-<i>-<label>/). The merged run holds every repetition,
+renumbered in the order they started, and pairs the k-th repetition of
+each kernel as round k (provenance boot_rounds), as the analysis pairs a
+round's boots in time. Alternate the kernels over several reboots with
+a few repetitions each (REPS=1 or 2) and those rounds are close in time;
+one long run per kernel pairs repetitions hours apart, and a drift of
+the box between the sessions enters the comparison.
+
+Refused: runs of another runner, runs of different plans, programs or
+machines (the provenance's plan, opbench/tcmodel hashes, CPU model and
+count), a run with no repetition or still incomplete, an existing OUT.
+The inputs are read, never changed; OUT is written whole or not at all.
+Where the inputs' other provenance lines differ (the running kernel, the
+host state of each session), the merged provenance says "differs" with
+each value, so that the report's header shows it.
+"""
+import json
+import os
+import re
+import shutil
+import sys
+
+from opbench_io import INCOMPLETE, ResultsError, read_kv
+
+REP_RE = re.compile(r"^rep-(\d+)-([A-Za-z0-9_.-]+)$")
+# What must be the same in every run: the plan, the programs, the box.
+SAME = ("ops", "benches", "perf_bench", "opbench_sha256", "tcmodel_sha256",
+        "host_cpu", "host_cpus")
+# Lines the merged provenance writes itself.
+OWN = ("runner", "reference", "aa", "boot_order", "boot_rounds",
+       "boots_per_flavour", "seed", "merged_from")
+UNPATCHED = "native"
+
+
+def reps_of(run):
+    """A native run's repetitions: [(started, index, label, path)]."""
+    out = []
+    for name in os.listdir(run):
+        m = REP_RE.match(name)
+        path = os.path.join(run, name)
+        if not m or not os.path.isdir(path):
+            continue
+        nj = os.path.join(path, "native.json")
+        started = ""
+        if os.path.exists(nj):
+            with open(nj) as f:
+                try:
+                    started = json.load(f).get("started", "")
+                except json.JSONDecodeError as e:
+                    raise ResultsError("%s: not JSON (%s)" % (nj, e))
+        out.append((started, int(m.group(1)), m.group(2), path))
+    return sorted(out, key=lambda r: r[1])
+
+
+def check(runs):
+    """Each run's provenance, after the refusals."""
+    provs = []
+    for run in runs:
+        if not os.path.isdir(run):
+            raise ResultsError("%s is not a directory: name the native runs "
+                               "to merge (results/<date>-<label>/)" % run)
+        if os.path.exists(os.path.join(run, INCOMPLETE)):
+            raise ResultsError("%s is incomplete (its %s file): merge only "
+                               "runs that finished" % (run, INCOMPLETE))
+        p = read_kv(os.path.join(run, "provenance"))
+        if p.get("runner") != "native":
+            raise ResultsError(
+                "%s: not a native run (provenance runner=%s): merge runs "
+                "of the kit or of make bench RUNNER=native; a guest run "
+                "already holds every flavour" % (run, p.get("runner", "?")))
+        if not reps_of(run):
+            raise ResultsError("%s has no rep-<i>-<label>/ directory" % run)
+        provs.append(p)
+    for key in SAME:
+        vals = {p.get(key) for p in provs}
+        if len(vals) > 1:
+            which = "; ".join("%s: %s" % (r, p.get(key, "(none)"))
+                              for r, p in zip(runs, provs))
+            raise ResultsError(
+                "the runs differ in %s (%s): merge only runs of one kit "
+                "and plan on one machine" % (key, which))
+    return provs
+
+
+def merged_provenance(runs, provs, order, rounds, labels):
+    lines = ["runner=native"]
+    ref = UNPATCHED if UNPATCHED in labels else provs[0].get(
+        "reference", labels[0])
+    lines.append("reference=%s" % ref)
+    aa = "1" if all(p.get("aa") == "1" for p in provs) else "0"
+    lines.append("aa=%s" % aa)
+    lines.append("boot_order=%s" % " ".join(order))
+    lines.append("boot_rounds=%s" % " ".join(str(r) for r in rounds))
+    lines.append("boots_per_flavour=%d" % max(order.count(x)
+                                              for x in labels))
+    lines.append("seed=%s" % " ".join(p.get("seed", "?") for p in provs))
+    lines.append("merged_from=%s" % " ".join(os.path.abspath(r)
+                                             for r in runs))
+    keys = []
+    for p in provs:
+        keys += [k for k in p if k not in keys and k not in OWN]
+    for k in keys:
+        vals = [p.get(k, "(none)") for p in provs]
+        if len(set(vals)) == 1:
+            lines.append("%s=%s" % (k, vals[0]))
+        else:
+            lines.append("%s=differs: %s" % (k, " | ".join(vals)))
+    return "\n".join(lines) + "\n"
+
+
+def merge(out, runs):
+    if os.path.exists(out) and os.listdir(out):
+        raise ResultsError("%s exists and is not empty: name a new OUT "
+                           "(nothing is overwritten)" % out)
+    if len(runs) < 2:
+        raise ResultsError("name at least two runs to merge")
+    provs = check(runs)
+    reps = []
+    for k, run in enumerate(runs):
+        reps += [(started, k, i, label, path)
+                 for started, i, label, path in reps_of(run)]
+    # In the order they ran; a run's own order where a time is missing.
+    reps.sort(key=lambda r: (r[0], r[1], r[2]))
+    labels, order, rounds, seen = [], [], [], {}
+    for _, _, _, label, _ in reps:
+        if label not in labels:
+            labels.append(label)
+        order.append(label)
+        rounds.append(seen.get(label, 0))
+        seen[label] = seen.get(label, 0) + 1
+    if len(labels) < 2:
+        raise ResultsError("every run is of one kernel (%s): nothing to "
+                           "compare; merge runs of different kernels, or "
+                           "run the kit with AA=1 for an A/A" % labels[0])
+    tmp = out.rstrip("/") + ".merging"
+    if os.path.exists(tmp):
+        shutil.rmtree(tmp)
+    os.makedirs(tmp)
+    try:
+        for i, (_, _, _, label, path) in enumerate(reps, 1):
+            shutil.copytree(path, os.path.join(tmp, "rep-%d-%s" % (i, label)))
+        with open(os.path.join(tmp, "provenance"), "w") as f:
+            f.write(merged_provenance(runs, provs, order, rounds, labels))
+        if os.path.exists(out):
+            os.rmdir(out)
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return labels, order
+
+
+def main(argv):
+    if len(argv) < 3:
+        print("usage: merge_runs.py OUT RUN RUN... (native runs of one kit "
+              "on one machine, a kernel each)", file=sys.stderr)
+        return 2
+    try:
+        labels, order = merge(argv[1], argv[2:])
+    except ResultsError as e:
+        print("merge_runs: %s" % e, file=sys.stderr)
+        return 2
+    print("merge_runs: %d repetitions of %s into %s" % (
+        len(order), ", ".join("%s (%d)" % (x, order.count(x))
+                              for x in labels), argv[1]), file=sys.stderr)
+    print(argv[1])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
