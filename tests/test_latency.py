@@ -189,6 +189,7 @@ def test_report_section_and_table(tmp_path):
     ({"NS": "4096"}, "NS='4096'"),
     ({"LAYOUTS": "sparse"}, "LAYOUTS='sparse'"),
     ({"TRACERS": "wakeup"}, "TRACERS='wakeup'"),
+    ({"SMP": "0"}, "SMP='0'"),
 ])
 def test_bad_input_refused_before_any_boot(tmp_path, env, msg):
     r = subprocess.run([os.path.join(TOP, "tracing", "latency.sh"),

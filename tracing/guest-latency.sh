@@ -12,7 +12,7 @@
 #   FLAVOUR=..  (the label opbench writes)
 # For each tracer, layout and N, opbench's switch benchmark walks the list
 # LOOPS times on both threads (N = 0: no operation). Only CPU 0 is traced
-# (tracing_cpumask), where opbench runs.
+# (tracing_cpumask), where opbench runs (latency.sh boots one vCPU).
 #   walk: the function_graph tracer on rseq_ops_apply alone, with the
 #       latency format: each walk's duration and whether it ran with
 #       interrupts off (the fast path) or preemption off (the slow path).

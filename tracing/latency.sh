@@ -14,7 +14,10 @@
 #        each walk's duration and context), LOOPS (switch round trips per
 #        measurement, default 200), ACCEL (default: accel_for measure,
 #        icount), OPBENCH (an opbench built for the guest, e.g. a run's
-#        bin/opbench; default: built here), BOOT_TIMEOUT.
+#        bin/opbench; default: built here), SMP (vCPUs, default 1: under
+#        icount the guest's clock counts every vCPU's instructions, so a
+#        walk timed with a second vCPU busy would count its instructions
+#        too), BOOT_TIMEOUT.
 # Output: OUT/<flavour>/ per flavour: latency.json (one record per tracer,
 # layout and N), each walk trace (walk-*.txt) and the trace of each
 # tracer's maximum (trace-*.txt), opbench's records, and the runner's
@@ -38,6 +41,8 @@ ns=${NS:-0 64 65 2048}
 layouts=${LAYOUTS:-packed scattered}
 tracers=${TRACERS:-walk irqsoff preemptoff}
 loops=${LOOPS:-200}
+smp=${SMP:-1}
+[[ "$smp" =~ ^[1-9][0-9]*$ ]] || die "SMP='$smp': want a number of vCPUs (default 1)"
 for n in $ns; do
 	[[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -le 2048 ] || die "NS='$ns': want numbers of operations 0..2048"
 done
@@ -60,10 +65,10 @@ for f in "$@"; do
 	d=$out/$f
 	[ ! -e "$d" ] || die "$d exists: name a new OUT (nothing is overwritten)"
 	mkdir -p "$d"
-	log "[$f] $tracers stretches at N = $ns ($layouts) under $accel"
+	log "[$f] $tracers stretches at N = $ns ($layouts) under $accel, $smp vCPU(s)"
 	st=0
 	"$TOPDIR/vm-images/guest-run" --flavour "$f" --kconfig latency --out "$d" \
-		--accel "$accel" --timeout "${BOOT_TIMEOUT:-3600}" \
+		--accel "$accel" --smp "$smp" --timeout "${BOOT_TIMEOUT:-3600}" \
 		--copy "$opbench" --copy "$TOPDIR/tracing/guest-latency.sh" \
 		-- env NS="$ns" LAYOUTS="$layouts" TRACERS="$tracers" LOOPS="$loops" \
 		FLAVOUR="$f" sh ./guest-latency.sh > "$d/guest-stdout.txt" || st=$?
