@@ -245,6 +245,7 @@ def latency_records(d):
 #  0)  d..1. |   2.518 us    |  rseq_ops_apply();
 # the CPU, the flags (irqs-off, need-resched, hardirq/softirq,
 # preempt-depth, migrate-disable), an overhead mark and the duration.
+_FGRAPH_KEPT = re.compile(r"^# latency: .*?#(\d+)/(\d+),")
 _FGRAPH_WALK = re.compile(r"^\s*\d+\)\s+(\S{4,6})\s+\|\s*[-+!#*@$]?\s*"
                           r"(\d+(?:\.\d+)?) us\s*\|\s*rseq_ops_apply\(\);")
 
@@ -258,6 +259,14 @@ def walk_durations(path):
     out = []
     with open(path) as f:
         for line in f:
+            # "# latency: 0 us, #210/210, CPU#0 ...": entries kept of
+            # entries written; fewer kept, the ring buffer lost walks.
+            lost = _FGRAPH_KEPT.match(line)
+            if lost and lost.group(1) != lost.group(2):
+                raise ResultsError(
+                    "%s: the trace buffer kept %s of %s entries: walks were "
+                    "lost; run with fewer LOOPS" % (path, lost.group(1),
+                                                    lost.group(2)))
             m = _FGRAPH_WALK.match(line)
             if not m:
                 if "rseq_ops_apply" in line:

@@ -82,6 +82,13 @@ def test_walk_line_not_understood_is_an_error(tmp_path):
         walk_durations(str(f))
     with pytest.raises(ResultsError, match="missing"):
         walk_durations(str(tmp_path / "walk-packed-65.txt"))
+    # The ring buffer overwrote entries: the longest walk may be gone.
+    real = open(os.path.join(TOP, "tests", "data", "latency",
+                             "walk-fgraph.txt")).read()
+    assert "#210/210," in real
+    f.write_text(real.replace("#210/210,", "#210/4096,"))
+    with pytest.raises(ResultsError, match="kept 210 of 4096"):
+        walk_durations(str(f))
 
 
 def test_walk_rows_longest_in_each_context(tmp_path):
