@@ -119,9 +119,9 @@ def merged_provenance(runs, provs, order, rounds, labels):
 
 
 def merge(out, runs):
-    if os.path.exists(out) and os.listdir(out):
-        raise ResultsError("%s exists and is not empty: name a new OUT "
-                           "(nothing is overwritten)" % out)
+    if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
+        raise ResultsError("%s exists and is not an empty directory: name "
+                           "a new OUT (nothing is overwritten)" % out)
     if len(runs) < 2:
         raise ResultsError("name at least two runs to merge")
     provs = check(runs)

@@ -222,7 +222,7 @@ def test_merge_refusals(kit, tmp_path):
     (tmp_path / "m4").mkdir()
     (tmp_path / "m4" / "x").write_text("")
     r = merge(tmp_path / "m4", a, b)
-    assert r.returncode == 2 and "not empty" in r.stderr
+    assert r.returncode == 2 and "not an empty directory" in r.stderr
     assert not [p for p in os.listdir(tmp_path) if p.startswith(
         ("m1", "m2", "m3"))]
 
