@@ -18,7 +18,10 @@ the box between the sessions enters the comparison.
 
 Refused: runs of another runner, runs of different plans, programs or
 machines (the provenance's plan, opbench/tcmodel hashes, CPU model and
-count), a run with no repetition or still incomplete, an existing OUT.
+count), one label that is two kernels (release, build, series or
+configuration differ: an unpatched kernel updated between sessions), a
+run named twice, a run with no repetition or one that did not finish
+(no records, a timeout, no start time), an existing OUT.
 The inputs are read, never changed; OUT is written whole or not at all.
 Where the inputs' other provenance lines differ (the running kernel, the
 host state of each session), the merged provenance says "differs" with
@@ -29,6 +32,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 
 from opbench_io import INCOMPLETE, ResultsError, read_kv
 
@@ -62,8 +66,51 @@ def reps_of(run):
     return sorted(out, key=lambda r: r[1])
 
 
+# What names a kernel: one label must be one kernel in every run.
+KERNEL = ("kernel_release", "kernel_version", "series_hash", "config_hash")
+
+
+def check_reps(run, reps):
+    """Refuse a repetition that did not finish: no records, a timeout, or
+    no start time to order it by."""
+    for started, _, _, path in reps:
+        if not os.path.exists(os.path.join(path, "opbench.json")):
+            raise ResultsError("%s has no opbench.json: the repetition did "
+                               "not run; merge runs that finished" % path)
+        if os.path.exists(os.path.join(path, "TIMEOUT")):
+            raise ResultsError("%s timed out (its TIMEOUT file): merge runs "
+                               "that finished" % path)
+        if not started:
+            raise ResultsError("%s: no start time in its native.json, so "
+                               "no order to merge it in" % path)
+
+
+def check_kernels(runs):
+    """One label, one kernel: the same release, build, series and
+    configuration in every repetition of every run (an unpatched kernel
+    updated between sessions is still labelled native)."""
+    seen = {}
+    for run in runs:
+        for _, _, label, path in reps_of(run):
+            k = read_kv(os.path.join(path, "kernel-provenance"))
+            ident = tuple(k.get(x, "?") for x in KERNEL)
+            first = seen.setdefault(label, (ident, path))
+            if first[0] != ident:
+                diff = [x for x, a, b in zip(KERNEL, first[0], ident)
+                        if a != b]
+                raise ResultsError(
+                    "label %s is two kernels: %s and %s differ in %s; merge "
+                    "runs of one kernel per label" % (
+                        label, first[1], path, ", ".join(diff)))
+
+
 def check(runs):
     """Each run's provenance, after the refusals."""
+    real = [os.path.realpath(r) for r in runs]
+    dup = sorted({r for r in real if real.count(r) > 1})
+    if dup:
+        raise ResultsError("%s named twice: each run is merged once" %
+                           ", ".join(dup))
     provs = []
     for run in runs:
         if not os.path.isdir(run):
@@ -78,8 +125,10 @@ def check(runs):
                 "%s: not a native run (provenance runner=%s): merge runs "
                 "of the kit or of make bench RUNNER=native; a guest run "
                 "already holds every flavour" % (run, p.get("runner", "?")))
-        if not reps_of(run):
+        reps = reps_of(run)
+        if not reps:
             raise ResultsError("%s has no rep-<i>-<label>/ directory" % run)
+        check_reps(run, reps)
         provs.append(p)
     for key in SAME:
         vals = {p.get(key) for p in provs}
@@ -89,6 +138,7 @@ def check(runs):
             raise ResultsError(
                 "the runs differ in %s (%s): merge only runs of one kit "
                 "and plan on one machine" % (key, which))
+    check_kernels(runs)
     return provs
 
 
@@ -129,7 +179,7 @@ def merge(out, runs):
     for k, run in enumerate(runs):
         reps += [(started, k, i, label, path)
                  for started, i, label, path in reps_of(run)]
-    # In the order they ran; a run's own order where a time is missing.
+    # In the order they ran (a run's own order for one start time).
     reps.sort(key=lambda r: (r[0], r[1], r[2]))
     labels, order, rounds, seen = [], [], [], {}
     for _, _, _, label, _ in reps:
@@ -142,10 +192,10 @@ def merge(out, runs):
         raise ResultsError("every run is of one kernel (%s): nothing to "
                            "compare; merge runs of different kernels, or "
                            "run the kit with AA=1 for an A/A" % labels[0])
-    tmp = out.rstrip("/") + ".merging"
-    if os.path.exists(tmp):
-        shutil.rmtree(tmp)
-    os.makedirs(tmp)
+    parent = os.path.dirname(os.path.abspath(out))
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=parent, prefix=os.path.basename(
+        out.rstrip("/")) + ".merging-")
     try:
         for i, (_, _, _, label, path) in enumerate(reps, 1):
             shutil.copytree(path, os.path.join(tmp, "rep-%d-%s" % (i, label)))

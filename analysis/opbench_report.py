@@ -409,12 +409,20 @@ def appendix_lines(a):
 def clock_lines(a):
     p = a["header"]["provenance"]
     lines = []
-    lines += field("Boots", "%s per flavour, order drawn from seed %s; cells "
-                   "in each boot in an order drawn from the seed and the "
-                   "boot's number" % (
-                       ", ".join("%s %d" % kv for kv in
-                                 sorted(a["boots_per_flavour"].items())),
-                       p.get("seed", "?")))
+    per = ", ".join("%s %d" % kv for kv in
+                    sorted(a["boots_per_flavour"].items()))
+    if p.get("merged_from"):
+        # analysis/merge_runs.py: sessions of a test box, a kernel each.
+        lines += field("Boots", "%s per flavour, merged from %d runs (%s) "
+                       "in the order they ran, the k-th of each kernel "
+                       "paired as round k; each run's order and its cells' "
+                       "drawn from its seed (%s)" % (
+                           per, len(p["merged_from"].split()),
+                           p["merged_from"], p.get("seed", "?")))
+    else:
+        lines += field("Boots", "%s per flavour, order drawn from seed %s; "
+                       "cells in each boot in an order drawn from the seed "
+                       "and the boot's number" % (per, p.get("seed", "?")))
     tpi = a["clock_values"]["ticks_per_insn"]
     npt = a["clock_values"]["ns_per_tick"]
     lines += field("Clock", "TSC read per iteration; ticks per instruction "

@@ -17,10 +17,14 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 
 import pytest
 
 from conftest import TOP, bench_env
+
+sys.path.insert(0, os.path.join(TOP, "analysis"))
+import opbench_data  # noqa: E402
 
 RUNNER = os.path.join(TOP, "microbench", "native-run.sh")
 HOST_STATE = os.path.join(TOP, "scripts", "host-state.sh")
@@ -157,74 +161,98 @@ def test_no_pmu_columns_without_counters(aa_run):
     assert "PMU counters" not in text
 
 
-def test_box_sessions_merged_into_one_comparison(kit, tmp_path):
-    """A test box runs one kernel a boot: the unpatched one, then a
-    package of make deb (here a BOOT_DIR stands for its /boot), then the
-    unpatched one again. merge_runs makes one run of them, every
-    repetition renumbered in the order it ran, the k-th of each kernel
-    paired as round k, and the report compares the kernels; the inputs
-    are not changed."""
-    plan = dict(BENCHES="syscall switch", SWEEP="0", REPS="1")
-    box = tmp_path / "box-boot"
+def box_boot(tmp_path, name, series_hash="0123456789abcdef"):
+    """A /boot of a test box running a package of make deb (flavour ops):
+    the provenance under this machine's release."""
+    box = tmp_path / name
     box.mkdir()
     (box / ("opbench-provenance-" + platform.release())).write_text(
-        "flavour=ops\nkernel_release=%s\nseries_hash=0123456789abcdef\n"
-        "config_hash=fedcba9876543210\n" % platform.release())
+        "flavour=ops\nkernel_release=%s\nseries_hash=%s\n"
+        "config_hash=fedcba9876543210\n" % (platform.release(), series_hash))
+    return str(box)
+
+
+def merge_runs(out, *runs):
+    return subprocess.run([PY, os.path.join(TOP, "analysis", "merge_runs.py"),
+                           str(out)] + [str(x) for x in runs],
+                          capture_output=True, text=True)
+
+
+def test_box_sessions_merged_into_one_comparison(kit, tmp_path):
+    """A test box runs one kernel a boot: twice the unpatched one, then
+    twice a package of make deb (a BOOT_DIR stands for its /boot).
+    merge_runs makes one run of them, every repetition renumbered in the
+    order it ran, the k-th of each kernel paired as round k (not the
+    rounds of an interleaved run, which this order would give wrongly),
+    and the report compares the kernels; the inputs are not changed."""
+    plan = dict(BENCHES="syscall switch", SWEEP="0", REPS="1")
+    box = box_boot(tmp_path, "box-boot")
     runs = []
-    for k, env in enumerate(({}, {"BOOT_DIR": str(box)}, {},
-                             {"BOOT_DIR": str(box)})):
+    for k, env in enumerate(({}, {}, {"BOOT_DIR": box}, {"BOOT_DIR": box})):
         runs.append(tmp_path / ("session-%d" % k))
         r = native(kit, runs[-1], SEED=str(20 + k), **dict(plan, **env))
         assert r.returncode == 0, r.stderr[-3000:]
     before = {str(p): sorted(os.listdir(p)) for p in runs}
     merged = tmp_path / "merged"
-    r = subprocess.run([PY, os.path.join(TOP, "analysis", "merge_runs.py"),
-                        str(merged)] + [str(p) for p in runs],
-                       capture_output=True, text=True)
+    r = merge_runs(merged, *runs)
     assert r.returncode == 0, r.stderr
     assert "4 repetitions of native (2), ops (2)" in r.stderr
     assert sorted(os.listdir(merged)) == [
-        "provenance", "rep-1-native", "rep-2-ops", "rep-3-native",
+        "provenance", "rep-1-native", "rep-2-native", "rep-3-ops",
         "rep-4-ops"]
     prov = (merged / "provenance").read_text()
-    assert "boot_order=native ops native ops\n" in prov
-    assert "boot_rounds=0 0 1 1\n" in prov
+    assert "boot_order=native native ops ops\n" in prov
+    assert "boot_rounds=0 1 0 1\n" in prov
     assert "reference=native\n" in prov and "seed=20 21 22 23\n" in prov
     assert {str(p): sorted(os.listdir(p)) for p in runs} == before
+    assert opbench_data.rounds_of(opbench_data.load(str(merged))) == \
+        {1: 0, 2: 1, 3: 0, 4: 1}
     r, a, text = analyse(str(merged))
     assert r.returncode == 0, r.stderr
     assert a["unit"] == "ns" and a["reference"] == "native"
     rows = sorted((m["bench"], m["flavour"], m["nr_ops"])
                   for m in a["mission"])
     assert rows == [("switch", "ops", 0), ("syscall", "ops", 0)]
+    assert "merged from 4 runs" in " ".join(text.split())
 
 
 def test_merge_refusals(kit, tmp_path):
-    """Runs of one kernel only, of different plans, a guest run, or an
-    existing OUT: refused, naming why, and nothing written."""
+    """Runs of one kernel only, of different plans, a guest run, a run
+    named twice, one label that is two kernels, an unfinished repetition
+    or an existing OUT: refused, naming why, and nothing written."""
     a, b = tmp_path / "a", tmp_path / "b"
     for d, samples in ((a, "3"), (b, "2")):
         r = native(kit, d, BENCHES="syscall", SWEEP="0", REPS="1",
                    SAMPLES=samples)
         assert r.returncode == 0, r.stderr[-3000:]
-    tool = os.path.join(TOP, "analysis", "merge_runs.py")
-
-    def merge(out, *runs):
-        return subprocess.run([PY, tool, str(out)] + [str(x) for x in runs],
-                              capture_output=True, text=True)
-    r = merge(tmp_path / "m1", a, a)
-    assert r.returncode == 2 and "every run is of one kernel" in r.stderr
-    r = merge(tmp_path / "m2", a, b)
+    ops = []
+    for k, h in enumerate(("0123456789abcdef", "1123456789abcdef")):
+        ops.append(tmp_path / ("ops%d" % k))
+        r = native(kit, ops[-1], BENCHES="syscall", SWEEP="0", REPS="1",
+                   BOOT_DIR=box_boot(tmp_path, "boot%d" % k, h))
+        assert r.returncode == 0, r.stderr[-3000:]
+    r = merge_runs(tmp_path / "m1", a, a)
+    assert r.returncode == 2 and "named twice" in r.stderr
+    r = merge_runs(tmp_path / "m2", a, b)
     assert r.returncode == 2 and "differ in ops" in r.stderr
-    guest = os.path.join(DATA, "quick-run")
-    r = merge(tmp_path / "m3", a, guest)
+    r = merge_runs(tmp_path / "m3", a, os.path.join(DATA, "quick-run"))
     assert r.returncode == 2 and "not a native run" in r.stderr
+    r = merge_runs(tmp_path / "m5", a, ops[0], ops[1])
+    assert r.returncode == 2 and "label ops is two kernels" in r.stderr
+    assert "differ in series_hash" in r.stderr
+    r = merge_runs(tmp_path / "m6", ops[0], tmp_path / "a" / ".." / "a")
+    assert r.returncode == 0, r.stderr
+    rep, = glob.glob(str(a / "rep-1-*"))
+    os.rename(os.path.join(rep, "opbench.json"),
+              os.path.join(rep, "opbench.json.x"))
+    r = merge_runs(tmp_path / "m7", a, ops[0])
+    assert r.returncode == 2 and "has no opbench.json" in r.stderr
     (tmp_path / "m4").mkdir()
     (tmp_path / "m4" / "x").write_text("")
-    r = merge(tmp_path / "m4", a, b)
+    r = merge_runs(tmp_path / "m4", a, ops[0])
     assert r.returncode == 2 and "not an empty directory" in r.stderr
-    assert not [p for p in os.listdir(tmp_path) if p.startswith(
-        ("m1", "m2", "m3"))]
+    left = sorted(p for p in os.listdir(tmp_path) if p.startswith("m"))
+    assert left == ["m4", "m6"], left
 
 
 def test_counting_path_with_software_events(kit, tmp_path):
