@@ -67,9 +67,10 @@ def designs_lines(d, a):
         if means:
             lines += [""] + textwrap.wrap(
                 "What a return costs a user: the same fit on each sample's "
-                "mean per loop, every iteration counted, re-walks included "
-                "(the slope above takes the median iteration, which hides "
-                "them), %s per operation per walk:" % unit, WIDTH)
+                "mean per loop, every iteration counted: re-walks, and "
+                "iterations without a walk too (the slope above takes the "
+                "median iteration, which hides both), %s per operation "
+                "per walk:" % unit, WIDTH)
             lines.append("  %-8s %-10s %10s  %-20s %s" % (
                 "bench", "design", "mean", CI_HEAD, "vs slope"))
             for b, fl, m in means:

@@ -19,6 +19,8 @@ instruction: the tracers' whole microseconds are thousands of
 instructions, function_graph's nanoseconds are instructions. Elsewhere it
 is time, in microseconds.
 """
+import statistics
+
 from opbench_io import ResultsError
 
 TRACERS = ("irqsoff", "preemptoff")
@@ -67,6 +69,13 @@ def analyse(recs, accel):
                                    r["nr_ops"]))
         n = int(r["nr_ops"])
         if r["tracer"] == "walk":
+            if r.get("walks_error"):
+                raise ResultsError("latency: %s" % r["walks_error"])
+            if n and not r.get("walks"):
+                raise ResultsError(
+                    "latency: %s N=%d %s: no walk in %s: was rseq_ops_apply "
+                    "traced (set_ftrace_filter)?" % (
+                        r["flavour"], n, r["layout"], r.get("trace")))
             # function_graph's nanoseconds: instructions under icount.
             for ctx, name in WALK_ROWS:
                 row = _row(rows, r["flavour"], name, r["layout"])
@@ -74,7 +83,7 @@ def analyse(recs, accel):
                 row["walks"][n] = len(d)
                 if d:
                     row["values"][n] = d[-1] * scale / 1000.0
-                    row["median"][n] = d[len(d) // 2] * scale / 1000.0
+                    row["median"][n] = statistics.median(d) * scale / 1000.0
             continue
         row = _row(rows, r["flavour"], r["tracer"], r["layout"])
         if r["max_us"] is None:     # the tracer's maximum was unreadable

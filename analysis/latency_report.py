@@ -12,13 +12,17 @@ def _figure(lat, r, n):
         return "-"
     # Time: a walk to the nanosecond, a tracer's maximum to the us.
     if lat["unit"] == "us" and r["resolution"] < 1:
-        return "%.2f" % r["values"][n]
+        return "%.3f" % r["values"][n]
     return "%.0f" % r["values"][n]
 
 
 def latency_lines(lat):
     if not lat:
         return []
+    if lat.get("error"):
+        return [RULE] + indented(HEAD, indent="") + [""] + indented(
+            "Not shown: %s. The benchmarks' analysis is not affected." %
+            lat["error"])
     ns = lat["ns"]
     unit = lat["unit"]
     lines = [RULE] + indented(HEAD, indent="") + [""]
@@ -40,13 +44,14 @@ def latency_lines(lat):
         "interrupts off, the fast path of at most 64 nodes, or with only "
         "preemption off, the slow path, to the %s; '-': no walk "
         "there." % (unit, "instruction (one a nanosecond under icount)"
-                    if icount else "nanosecond"))
+                    if icount else "nanosecond (us with three decimals)"))
     lines += indented(
         "irqsoff / preemptoff: the tracers' longest stretch on CPU 0 "
         "while the benchmark ran, whatever code it was, in whole "
         "microseconds%s; N=0: the kernel's own, no list (measured once, "
-        "shown in both layouts). The walk adds to the worst case only "
-        "where its row exceeds these." % (
+        "shown in both layouts). At N > 0 they include the walks: the "
+        "walk raised the kernel's worst case where they exceed N=0 and "
+        "their stretch starts and ends in the walker's caller (below)." % (
             " x 1000 (resolution 1000 instructions)" if icount else ""))
     top = max(ns)
     for r in lat["rows"]:
@@ -54,7 +59,7 @@ def latency_lines(lat):
             lines += indented("%s %s %s N=%d: %d walks, median %s" % (
                 r["flavour"], r["tracer"], r["layout"], top,
                 r["walks"][top], "%.0f" % r["median"][top] if icount
-                else "%.2f" % r["median"][top]), more="    ")
+                else "%.3f" % r["median"][top]), more="    ")
         w = r["where"].get(top)
         if w and any(w):
             lines += indented("%s %s %s N=%d: from %s to %s" % (

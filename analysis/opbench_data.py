@@ -337,7 +337,11 @@ def analyse(run):
     counted = pmu.analyse(out["groups"], col["extra"], valid)
     for g in out["groups"]:
         g["pmu"] = counted.get((g["bench"], g["op_type"], g["reg"]))
-    out["latency"] = latency.analyse(run.get("latency", []), accel)
+    # The latency step's own problem stays in its section.
+    try:
+        out["latency"] = latency.analyse(run.get("latency", []), accel)
+    except ResultsError as e:
+        out["latency"] = {"error": str(e)}
     # The designs' slopes compared as the run's unit allows.
     out["designs"] = designs.analyse(
         out, lambda m_ref, m, key: compare_kernel_slopes(pool, rounds,

@@ -235,7 +235,12 @@ def latency_records(d):
                 continue
             r = dict(r, accel=accel, ticks_per_insn=tpi)
             if r.get("trace"):
-                r["walks"] = walk_durations(os.path.join(fd, r["trace"]))
+                # A bad trace is the latency section's problem, said
+                # there (latency.analyse), never the whole run's.
+                try:
+                    r["walks"] = walk_durations(os.path.join(fd, r["trace"]))
+                except ResultsError as e:
+                    r["walks_error"] = str(e)
             out.append(r)
     return out
 

@@ -64,10 +64,11 @@ def walk_records(flavour, tmp):
 
 
 def test_walks_read_from_the_kernels_format():
-    """tests/data/latency/walk-fgraph.txt is the kernel's own output
-    (function_graph on rseq_ops_apply, latency format) of an ops guest:
-    a fast-path walk of 64 nodes with interrupts off, slow-path walks of
-    2048 with preemption off, a context-switch banner between."""
+    """tests/data/latency/walk-fgraph.txt is an excerpt of the kernel's
+    own output (function_graph on rseq_ops_apply, latency format) in an
+    ops guest, lines of two traces put together: its header, a
+    fast-path walk of 64 nodes with interrupts off, a context-switch
+    banner, slow-path walks of 2048 with preemption off."""
     w = walk_durations(os.path.join(TOP, "tests", "data", "latency",
                                     "walk-fgraph.txt"))
     assert w == [[2518.0, "irqs"], [60049.0, "preempt"],
@@ -191,12 +192,37 @@ def test_report_section_and_table(tmp_path):
     assert ops_pre in r.stdout
 
 
+def test_bad_walk_trace_stays_in_its_section(tmp_path):
+    """A walk trace missing, or holding no walk at N > 0: the latency
+    section says why; the run's analysis and report go on."""
+    run = tmp_path / "run"
+    shutil.copytree(os.path.join(TOP, "tests", "data", "quick-run"), run)
+    d = run / "latency" / "ops"
+    d.mkdir(parents=True)
+    recs = records("ops", walk) + walk_records("ops", d)
+    (d / "latency.json").write_text("".join(json.dumps(r) + "\n"
+                                            for r in recs))
+    (d / "vm.json").write_text(json.dumps({"accel": "icount"}))
+    (d / "walk-scattered-65.txt").unlink()
+    a = opbench_data.analyse(opbench_data.load(str(run)))
+    assert "walk-scattered-65.txt: missing" in a["latency"]["error"]
+    text = opbench_report.render(a)
+    sec = " ".join(text[text.index("How long a walk"):].split())
+    assert "Not shown: latency:" in sec and "not affected" in sec
+    assert a["groups"] and "switch" in text
+    # A trace without a single walk (the filter never fired).
+    (d / "walk-scattered-65.txt").write_text("# tracer: function_graph\n")
+    a = opbench_data.analyse(opbench_data.load(str(run)))
+    assert "no walk in walk-scattered-65.txt" in a["latency"]["error"]
+
+
 @pytest.mark.parametrize("env, msg", [
     ({"NS": "0 x"}, "NS='0 x'"),
     ({"NS": "4096"}, "NS='4096'"),
     ({"LAYOUTS": "sparse"}, "LAYOUTS='sparse'"),
     ({"TRACERS": "wakeup"}, "TRACERS='wakeup'"),
     ({"SMP": "0"}, "SMP='0'"),
+    ({"LATENCY_LOOPS": "many"}, "LATENCY_LOOPS='many'"),
 ])
 def test_bad_input_refused_before_any_boot(tmp_path, env, msg):
     r = subprocess.run([os.path.join(TOP, "tracing", "latency.sh"),

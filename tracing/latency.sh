@@ -11,8 +11,9 @@
 #        the walk with interrupts off), LAYOUTS (default "packed
 #        scattered": one node per page), TRACERS (default "walk irqsoff
 #        preemptoff"; walk: the function_graph tracer on rseq_ops_apply,
-#        each walk's duration and context), LOOPS (switch round trips per
-#        measurement, default 200), ACCEL (default: accel_for measure,
+#        each walk's duration and context), LATENCY_LOOPS (switch round
+#        trips per measurement, default 200; not the plan's LOOPS, which
+#        make bench exports), ACCEL (default: accel_for measure,
 #        icount), OPBENCH (an opbench built for the guest, e.g. a run's
 #        bin/opbench; default: built here), SMP (vCPUs, default 1: under
 #        icount the guest's clock counts every vCPU's instructions, so a
@@ -40,7 +41,8 @@ accel=$(accel_for measure)
 ns=${NS:-0 64 65 2048}
 layouts=${LAYOUTS:-packed scattered}
 tracers=${TRACERS:-walk irqsoff preemptoff}
-loops=${LOOPS:-200}
+loops=${LATENCY_LOOPS:-200}
+[[ "$loops" =~ ^[1-9][0-9]*$ ]] || die "LATENCY_LOOPS='$loops': want a number of round trips (default 200)"
 smp=${SMP:-1}
 [[ "$smp" =~ ^[1-9][0-9]*$ ]] || die "SMP='$smp': want a number of vCPUs (default 1)"
 for n in $ns; do
