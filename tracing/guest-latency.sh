@@ -58,27 +58,26 @@ for tracer in $TRACERS; do
 		for n in $NS; do
 			# N = 0 has no list: one measurement, under the first layout.
 			[ "$n" = 0 ] && [ "$layout" != "${LAYOUTS%% *}" ] && continue
+			# N = 0 has no walk to time.
+			[ "$tracer" = walk ] && [ "$n" = 0 ] && continue
 			if [ "$tracer" = walk ]; then
-				[ "$n" = 0 ] && continue
 				echo > "$T/trace"
-				echo 1 > "$T/tracing_on"
-				./opbench -q -f "${FLAVOUR:-?}" -n "$n" --layout "$layout" -l "$LOOPS" \
-					-s 1 -w 0 -c 0 switch >> opbench.json 2>> opbench.log
-				st=$?
-				echo 0 > "$T/tracing_on"
-				f=walk-$layout-$n.txt
-				cat "$T/trace" > "$f"
-				printf '{"kind":"latency","flavour":"%s","tracer":"walk","layout":"%s","nr_ops":%s,"loops":%s,"trace":"%s","opbench_status":%s}\n' \
-					"${FLAVOUR:-?}" "$layout" "$n" "$LOOPS" "$f" "$st" >> latency.json
-				[ $st = 0 ] || { echo "guest-latency: opbench N=$n $layout exited $st" >&2; rc=1; }
-				continue
+			else
+				echo 0 > "$T/tracing_max_latency"
 			fi
-			echo 0 > "$T/tracing_max_latency"
 			echo 1 > "$T/tracing_on"
 			./opbench -q -f "${FLAVOUR:-?}" -n "$n" --layout "$layout" -l "$LOOPS" \
 				-s 1 -w 0 -c 0 switch >> opbench.json 2>> opbench.log
 			st=$?
 			echo 0 > "$T/tracing_on"
+			[ $st = 0 ] || { echo "guest-latency: opbench N=$n $layout exited $st" >&2; rc=1; }
+			if [ "$tracer" = walk ]; then
+				f=walk-$layout-$n.txt
+				cat "$T/trace" > "$f"
+				printf '{"kind":"latency","flavour":"%s","tracer":"walk","layout":"%s","nr_ops":%s,"loops":%s,"trace":"%s","opbench_status":%s}\n' \
+					"${FLAVOUR:-?}" "$layout" "$n" "$LOOPS" "$f" "$st" >> latency.json
+				continue
+			fi
 			max=$(cat "$T/tracing_max_latency" 2>/dev/null)
 			[ -n "$max" ] || { max=null; rc=1; echo "guest-latency: $tracer: tracing_max_latency unreadable" >&2; }
 			f=trace-$tracer-$layout-$n.txt
@@ -88,7 +87,6 @@ for tracer in $TRACERS; do
 			printf '{"kind":"latency","flavour":"%s","tracer":"%s","layout":"%s","nr_ops":%s,"loops":%s,"max_us":%s,"started_at":"%s","ended_at":"%s","opbench_status":%s}\n' \
 				"${FLAVOUR:-?}" "$tracer" "$layout" "$n" "$LOOPS" "$max" \
 				"$start" "$end" "$st" >> latency.json
-			[ $st = 0 ] || { echo "guest-latency: opbench N=$n $layout exited $st" >&2; rc=1; }
 		done
 	done
 	echo nop > "$T/current_tracer"
