@@ -27,16 +27,13 @@ Where the inputs' other provenance lines differ (the running kernel, the
 host state of each session), the merged provenance says "differs" with
 each value, so that the report's header shows it.
 """
-import json
 import os
-import re
 import shutil
 import sys
 import tempfile
 
-from opbench_io import INCOMPLETE, ResultsError, read_kv
+from opbench_io import BOOT_RE, INCOMPLETE, ResultsError, read_json, read_kv
 
-REP_RE = re.compile(r"^rep-(\d+)-([A-Za-z0-9_.-]+)$")
 # What must be the same in every run: the plan, the programs, the box.
 SAME = ("ops", "benches", "perf_bench", "opbench_sha256", "tcmodel_sha256",
         "host_cpu", "host_cpus")
@@ -50,18 +47,12 @@ def reps_of(run):
     """A native run's repetitions: [(started, index, label, path)]."""
     out = []
     for name in os.listdir(run):
-        m = REP_RE.match(name)
+        m = BOOT_RE.match(name)
         path = os.path.join(run, name)
-        if not m or not os.path.isdir(path):
+        if not m or not name.startswith("rep-") or not os.path.isdir(path):
             continue
-        nj = os.path.join(path, "native.json")
-        started = ""
-        if os.path.exists(nj):
-            with open(nj) as f:
-                try:
-                    started = json.load(f).get("started", "")
-                except json.JSONDecodeError as e:
-                    raise ResultsError("%s: not JSON (%s)" % (nj, e))
+        started = read_json(os.path.join(path, "native.json")).get(
+            "started", "")
         out.append((started, int(m.group(1)), m.group(2), path))
     return sorted(out, key=lambda r: r[1])
 
@@ -70,7 +61,7 @@ def reps_of(run):
 KERNEL = ("kernel_release", "kernel_version", "series_hash", "config_hash")
 
 
-def check_reps(run, reps):
+def check_reps(reps):
     """Refuse a repetition that did not finish: no records, a timeout, or
     no start time to order it by."""
     for started, _, _, path in reps:
@@ -85,13 +76,13 @@ def check_reps(run, reps):
                                "no order to merge it in" % path)
 
 
-def check_kernels(runs):
+def check_kernels(reps):
     """One label, one kernel: the same release, build, series and
     configuration in every repetition of every run (an unpatched kernel
     updated between sessions is still labelled native)."""
     seen = {}
-    for run in runs:
-        for _, _, label, path in reps_of(run):
+    for run_reps in reps:
+        for _, _, label, path in run_reps:
             k = read_kv(os.path.join(path, "kernel-provenance"))
             ident = tuple(k.get(x, "?") for x in KERNEL)
             first = seen.setdefault(label, (ident, path))
@@ -105,13 +96,14 @@ def check_kernels(runs):
 
 
 def check(runs):
-    """Each run's provenance, after the refusals."""
+    """Each run's provenance and repetitions (reps_of), after the
+    refusals."""
     real = [os.path.realpath(r) for r in runs]
     dup = sorted({r for r in real if real.count(r) > 1})
     if dup:
         raise ResultsError("%s named twice: each run is merged once" %
                            ", ".join(dup))
-    provs = []
+    provs, reps = [], []
     for run in runs:
         if not os.path.isdir(run):
             raise ResultsError("%s is not a directory: name the native runs "
@@ -125,10 +117,10 @@ def check(runs):
                 "%s: not a native run (provenance runner=%s): merge runs "
                 "of the kit or of make bench RUNNER=native; a guest run "
                 "already holds every flavour" % (run, p.get("runner", "?")))
-        reps = reps_of(run)
-        if not reps:
+        reps.append(reps_of(run))
+        if not reps[-1]:
             raise ResultsError("%s has no rep-<i>-<label>/ directory" % run)
-        check_reps(run, reps)
+        check_reps(reps[-1])
         provs.append(p)
     for key in SAME:
         vals = {p.get(key) for p in provs}
@@ -138,8 +130,8 @@ def check(runs):
             raise ResultsError(
                 "the runs differ in %s (%s): merge only runs of one kit "
                 "and plan on one machine" % (key, which))
-    check_kernels(runs)
-    return provs
+    check_kernels(reps)
+    return provs, reps
 
 
 def merged_provenance(runs, provs, order, rounds, labels):
@@ -174,11 +166,10 @@ def merge(out, runs):
                            "a new OUT (nothing is overwritten)" % out)
     if len(runs) < 2:
         raise ResultsError("name at least two runs to merge")
-    provs = check(runs)
-    reps = []
-    for k, run in enumerate(runs):
-        reps += [(started, k, i, label, path)
-                 for started, i, label, path in reps_of(run)]
+    provs, run_reps = check(runs)
+    reps = [(started, k, i, label, path)
+            for k, rr in enumerate(run_reps)
+            for started, i, label, path in rr]
     # In the order they ran (a run's own order for one start time).
     reps.sort(key=lambda r: (r[0], r[1], r[2]))
     labels, order, rounds, seen = [], [], [], {}

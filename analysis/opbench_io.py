@@ -225,7 +225,7 @@ def latency_records(d):
     out = []
     for p in sorted(glob.glob(os.path.join(d, "*", "latency.json"))):
         fd = os.path.dirname(p)
-        accel = _json(os.path.join(fd, "vm.json")).get("accel")
+        accel = read_json(os.path.join(fd, "vm.json")).get("accel")
         ob = os.path.join(fd, "opbench.json")
         tpi = [float(r["ticks_per_insn"]) for r in
                (read_records(ob) if os.path.exists(ob) else [])
@@ -284,7 +284,7 @@ def walk_durations(path):
     return out
 
 
-def _json(path):
+def read_json(path):
     """A JSON file's object, {} when the file does not exist."""
     if not os.path.exists(path):
         return {}
@@ -298,7 +298,7 @@ def _json(path):
 def _boot(d, m):
     rec = os.path.join(d, "opbench.json")
     tcm = os.path.join(d, "tcmodel.json")
-    vm = _json(os.path.join(d, "vm.json"))
+    vm = read_json(os.path.join(d, "vm.json"))
     return {"index": int(m.group(1)), "flavour": m.group(2),
             "dir": os.path.basename(d),
             "records": read_records(rec) if os.path.exists(rec) else [],
@@ -306,7 +306,7 @@ def _boot(d, m):
             "kernel": read_kv(os.path.join(d, "kernel-provenance")),
             "guest": read_kv(os.path.join(d, "guest-info.txt"), ":"),
             "vm": vm, "launch": launch_of(vm) if vm else {},
-            "native": _json(os.path.join(d, "native.json")),
+            "native": read_json(os.path.join(d, "native.json")),
             "host_state": read_kv(os.path.join(d, "host-state")),
             "tsc_lines": read_lines(os.path.join(d, "tsc.txt")),
             "perf_bench": parse_perf_bench(os.path.join(d, "perf-bench.txt"))}
