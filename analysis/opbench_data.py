@@ -298,11 +298,13 @@ def analyse(run):
                     g["per_walk"][fl] = per_walk(model, g["walks_per_loop"])
             # What a user pays: each sample's mean per loop, every
             # iteration and re-walk counted, where the median hides them.
+            # Only where there is a walk to divide by.
             mean = mean_cells(col["extra"], clock,
-                              {n: pb(fl, n) for n in ns}, gkey + (fl,))
+                              {n: pb(fl, n) for n in ns}, gkey + (fl,)) \
+                if model and g["walks_per_loop"] else None
             mmodel = st.cost_model(mean, key=gkey + (fl, "mean")) \
                 if mean else None
-            if mmodel and g["walks_per_loop"]:
+            if mmodel:
                 g["per_walk_mean"][fl] = per_walk(mmodel,
                                                   g["walks_per_loop"])
         # Ours against the RFC as posted, N by N and slope against slope.
