@@ -7,13 +7,15 @@ HEAD = ("How long a walk of N operations holds interrupts or preemption "
         "kernel's tracers (KCONFIG=latency kernels)")
 
 
-def _figure(lat, r, n):
-    if n not in r["values"]:
-        return "-"
+def _num(lat, r, x):
     # Time: a walk to the nanosecond, a tracer's maximum to the us.
     if lat["unit"] == "us" and r["resolution"] < 1:
-        return "%.3f" % r["values"][n]
-    return "%.0f" % r["values"][n]
+        return "%.3f" % x
+    return "%.0f" % x
+
+
+def _figure(lat, r, n):
+    return _num(lat, r, r["values"][n]) if n in r["values"] else "-"
 
 
 def latency_lines(lat):
@@ -58,8 +60,8 @@ def latency_lines(lat):
         if r["walks"].get(top):
             lines += indented("%s %s %s N=%d: %d walks, median %s" % (
                 r["flavour"], r["tracer"], r["layout"], top,
-                r["walks"][top], "%.0f" % r["median"][top] if icount
-                else "%.3f" % r["median"][top]), more="    ")
+                r["walks"][top], _num(lat, r, r["median"][top])),
+                more="    ")
         w = r["where"].get(top)
         if w and any(w):
             lines += indented("%s %s %s N=%d: from %s to %s" % (
