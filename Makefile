@@ -23,8 +23,10 @@ FLAVOURS   ?= baseline ops
 PLAN       ?= default
 RUNNER     ?= qemu
 RFC_SERIES ?= ../shared/seeds
+V2_SERIES  ?= kernel-patch/v2
 RESIDENT_SERIES ?= kernel-patch/resident
 ROUNDS     ?= 50
+AGAINST    ?= rfc
 DURATION   ?= 600
 STRESS_KCONFIG ?= debug
 RUNS       ?= 5
@@ -38,12 +40,15 @@ SCRIPT     ?= rseq_ops_lat.bt
 PYTHON     := /usr/bin/python3
 V          ?= 0
 
-# The RFC as posted is the flavour "rfc" wherever flavours are named, and
-# the kernel-resident variant (our series, then the patches that keep the
-# operations in the kernel) the flavour "resident".
+# The RFC as posted is the flavour "rfc" wherever flavours are named, our
+# series v2 (the walk of the list in user memory) the flavour "v2", and
+# the kernel-resident variant of v2 (v2, then the patches that first kept
+# the operations in the kernel) the flavour "resident". ops is the series
+# in kernel-patch/series/, v3.
 SERIES_rfc := $(abspath $(RFC_SERIES))
+SERIES_v2 := $(abspath $(V2_SERIES))
 SERIES_resident := $(abspath $(RESIDENT_SERIES))
-export CACHE_DIR KVER KCONFIG TOOLCHAIN V SERIES_rfc SERIES_resident PYTHON
+export CACHE_DIR KVER KCONFIG TOOLCHAIN V SERIES_rfc SERIES_v2 SERIES_resident PYTHON
 
 # Old names, renamed because they collided: refuse them by name (and say
 # that one set in the environment is ignored).
@@ -69,7 +74,7 @@ BENCH_FLAVOURS = $(if $(filter command line,$(origin FLAVOURS)),$(FLAVOURS),$(PL
 PLAN_LATENCY = $(shell env -u OPS bash -c '. scripts/common.sh && load_plan "$$1" && echo "$${LATENCY:-}"' \
 	bench '$(PLAN)' 2>/dev/null)
 BENCH_LATENCY = $(if $(filter command line,$(origin LATENCY)),$(LATENCY),$(PLAN_LATENCY))
-LATENCY_FLAVOURS = $(or $(strip $(BENCH_LATENCY)),ops resident)
+LATENCY_FLAVOURS = $(or $(strip $(BENCH_LATENCY)),ops v2)
 
 ifeq ($(V),1)
 Q :=
@@ -146,10 +151,15 @@ endif
 $(call check_kernels,$(FLAVOUR))
 endif
 ifneq ($(call goals,differential),)
+ifeq ($(AGAINST),rfc)
 ifeq ($(wildcard $(RFC_SERIES)/.),)
 $(error differential: RFC_SERIES=$(RFC_SERIES) does not exist; point it at the RFC patches)
 endif
-$(call check_kernels,ops rfc)
+endif
+ifeq ($(AGAINST),ops)
+$(error differential: AGAINST=ops compares ops with itself; name another flavour, e.g. AGAINST=v2)
+endif
+$(call check_kernels,ops $(AGAINST))
 endif
 ifneq ($(call goals,stress test-resident),)
 $(call check,$(check_env) FLAVOUR=$(call sq,$(FLAVOUR)) SCENARIO=$(call sq,$(SCENARIO)) \
@@ -177,7 +187,7 @@ help:
 	@echo '                 such stretch of the kernel'"'"'s own, at N = 0, 64, 65, 2048, both'
 	@echo '                 layouts, by the kernel'"'"'s tracers, on their own'
 	@echo '                 kernels (KCONFIG=latency) of LATENCY (default: the plan'"'"'s, or'
-	@echo '                 ops resident); PLAN=walker has it in its report'
+	@echo '                 ops v2); PLAN=walker has it in its report'
 	@echo '  deb            an installable package of FLAVOUR (DEB_DIR, default'
 	@echo '                 results/debs): its kernel and /boot/opbench-provenance-*,'
 	@echo '                 for a virtual test box (the guest configuration); never'
@@ -190,8 +200,9 @@ help:
 	@echo '                 the k-th repetition of each kernel paired as round k'
 	@echo '  host-check     what of this machine'"'"'s state moves time (governor, turbo,'
 	@echo '                 SMT, isolated CPUs, THP, PMU, ...) and what to change'
-	@echo '  bench-walker   make bench PLAN=walker: our walker, the kernel-resident variant'
-	@echo '                 and the RFC as posted, and their registration cost'
+	@echo '  bench-walker   make bench PLAN=walker: the designs side by side (ops: series'
+	@echo '                 v3; v2; the resident variant of v2; the RFC as posted), and'
+	@echo '                 their registration cost'
 	@echo '  bench-kernels  the kernels of PLAN (or FLAVOURS), as make bench builds them'
 	@echo '  plan-check     refuse an unknown PLAN before anything is built'
 	@echo '  report         analyse a run again: RESULTS=results/<run> [FORCE=1]'
@@ -217,14 +228,15 @@ help:
 	@echo '  vm-check       boot each flavour in FLAVOURS and print uname -r'
 	@echo '  boot-time      boot FLAVOUR (default ops) RUNS times; median boot time'
 	@echo '  check-series   checkpatch --strict and a warning-free build of each patch'
-	@echo '                 of kernel-patch/series (SERIES=kernel-patch/resident: the variant)'
+	@echo '                 of kernel-patch/series, v3 (SERIES=kernel-patch/v2: series v2)'
 	@echo '  stress         adversarial use of RSEQ operations on FLAVOUR (default ops),'
 	@echo '                 STRESS_KCONFIG kernel, DURATION seconds'
 	@echo '  selftests      every rseq selftest on ops in the guest (long: run_param_test)'
 	@echo '  selftests-op   rseq_op_test ROUNDS times in a row on FLAVOUR (default ops)'
 	@echo '  test-resident  the kernel-resident variant: rseq_op_test ROUNDS times, then'
 	@echo '                 DURATION seconds of stress on its debug build'
-	@echo '  differential   rseq_op_test on ops and on the RFC as posted (RFC_SERIES)'
+	@echo '  differential   ops'"'"' rseq_op_test on ops and on AGAINST (default rfc, the RFC'
+	@echo '                 as posted; v2: our series v2); the cases that differ'
 	@echo '  flamegraph     perf flame graph of BENCH at OPS on FLAVOUR, diff against VS;'
 	@echo '                 MODE=instructions: every instruction, counted by a QEMU plugin'
 	@echo '  trace          bpftrace SCRIPT (tracing/*.bt) around BENCH at OPS on FLAVOUR'
@@ -247,8 +259,9 @@ help:
 	@echo '        SEED orders boots and cells (drawn and recorded when unset);'
 	@echo '        LABEL names the run directory'
 	@echo '  FLAVOURS="$(FLAVOURS)"  flavours to build or boot (make bench: the plan'"'"'s):'
-	@echo '        baseline, ops, control (ops plus a planted bug), rfc (RFC_SERIES),'
-	@echo '        resident (RESIDENT_SERIES: the kernel-resident variant),'
+	@echo '        baseline, ops (our series v3, kernel-patch/series), control (ops'
+	@echo '        plus a planted bug), v2 (V2_SERIES: our series v2), rfc (RFC_SERIES),'
+	@echo '        resident (RESIDENT_SERIES: the kernel-resident variant of v2),'
 	@echo '        <name> (SERIES_<name>), any of them @host (TOOLCHAIN=host)'
 	@echo '  FLAVOUR=$(FLAVOUR)  one flavour: kernel, boot-time, stress, selftests-op,'
 	@echo '        flamegraph, trace'
@@ -261,7 +274,9 @@ help:
 	@echo '  SERIES=$(SERIES)  patch directory or mbox for make kernel; the series'
 	@echo '        directory of check-series and cover-letter'
 	@echo '  RFC_SERIES=$(RFC_SERIES)  the RFC as posted'
-	@echo '  RESIDENT_SERIES=$(RESIDENT_SERIES)  the kernel-resident variant'
+	@echo '  V2_SERIES=$(V2_SERIES)  our series v2 (the walk of the list in user memory)'
+	@echo '  RESIDENT_SERIES=$(RESIDENT_SERIES)  the kernel-resident variant of v2'
+	@echo '  AGAINST=$(AGAINST)  make differential: the flavour compared with ops'
 	@echo '  BENCH=$(BENCH)  benchmark traced (flamegraph: signal, MODE=instructions:'
 	@echo '        switch; trace: switch)'
 	@echo '  MODE=$(MODE)  flamegraph: perf (cpu-clock samples) or instructions (QEMU plugin)'
@@ -357,8 +372,8 @@ test-resident: source image
 	$(Q)$(MAKE) --no-print-directory stress FLAVOUR=resident
 
 differential: source image
-	$(Q)kernel-patch/scripts/kernels.sh ops rfc
-	$(Q)correctness/differential.sh
+	$(Q)kernel-patch/scripts/kernels.sh ops $(AGAINST)
+	$(Q)correctness/differential.sh $(AGAINST)
 
 # The plan is checked while make reads this file (above).
 plan-check:

@@ -4,8 +4,10 @@
  *
  * A private copy, so that the benchmarks build against any installed
  * headers and run on every flavour: baseline (no operations), ops (our
- * series) and the RFC as posted, which share this ABI byte for byte. The
- * static assertions pin the layout.
+ * series v3), v2 and the RFC as posted, which share this ABI byte for byte
+ * on x86-64. v3 names the operations' tail padding (@pad), and refuses a
+ * node where it is not zero; the others ignore it. The static assertions
+ * pin the layout.
  */
 #ifndef OPBENCH_RSEQ_OP_ABI_H
 #define OPBENCH_RSEQ_OP_ABI_H
@@ -42,6 +44,7 @@ struct ob_rseq_op_reset {
 	uint64_t src;
 	uint64_t dst;
 	uint32_t len;
+	uint32_t pad;
 };
 
 struct ob_rseq_op_reset_with_stride {
@@ -50,6 +53,7 @@ struct ob_rseq_op_reset_with_stride {
 	uint64_t dst;
 	uint64_t dst_stride;
 	uint32_t len;
+	uint32_t pad;
 };
 
 /* struct rseq with the operation list sentinel at offset 32. */
@@ -66,6 +70,8 @@ struct ob_rseq {
 
 _Static_assert(sizeof(struct ob_rseq_op_node) == 24, "node layout");
 _Static_assert(offsetof(struct ob_rseq_op_reset, len) == 40, "reset layout");
+_Static_assert(sizeof(struct ob_rseq_op_reset) == 48, "reset size");
+_Static_assert(sizeof(struct ob_rseq_op_reset_with_stride) == 56, "stride size");
 _Static_assert(offsetof(struct ob_rseq_op_reset_with_stride, len) == 48,
 	       "stride layout");
 _Static_assert(offsetof(struct ob_rseq, flags) == 16, "rseq layout");

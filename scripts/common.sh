@@ -106,14 +106,29 @@ split_flavour() {
 
 # flavour_series NAME: the series a flavour is built from when none is
 # named, the same for every target: SERIES_<name> (make sets SERIES_rfc
-# from RFC_SERIES and SERIES_resident from RESIDENT_SERIES), and for
-# resident kernel-patch/resident/ without it. Empty for baseline, ops and
-# control (kernel-build.sh knows theirs) and for a name with no series.
+# from RFC_SERIES, SERIES_v2 from V2_SERIES and SERIES_resident from
+# RESIDENT_SERIES), and without it kernel-patch/v2/ for v2 (our series
+# v2, which walks the list in user memory) and kernel-patch/resident/ for
+# resident (v2 plus the patches that first kept the operations in the
+# kernel). Empty for baseline, ops and control (kernel-build.sh knows
+# theirs) and for a name with no series.
 flavour_series() {
 	local var=SERIES_${1//-/_}
 	case $1 in
+	v2) echo "${!var:-$TOPDIR/kernel-patch/v2}" ;;
 	resident) echo "${!var:-$TOPDIR/kernel-patch/resident}" ;;
 	*) echo "${!var:-}" ;;
+	esac
+}
+
+# op_semantics FLAVOUR: how a flavour treats a registered node: "resident"
+# (read once at registration, later writes ignored: ops, i.e. series v3,
+# its control, and the resident variant) or "list" (re-read at every walk:
+# v2 and the RFC as posted). A flavour of another name is taken as ops'.
+op_semantics() {
+	case ${1%@*} in
+	v2 | rfc) echo list ;;
+	*) echo resident ;;
 	esac
 }
 

@@ -35,7 +35,8 @@ STUB = '#!/bin/sh\ntouch "$STUB_MARKS/CALLED-%s"\nexit 1\n'
 SCRUB = ("PLAN", "OPS", "SWEEP", "FLAVOUR", "FLAVOURS", "DURATION",
          "SCENARIO", "STRESS_SEMANTICS", "STRESS_KCONFIG", "PROFILE",
          "BENCH_PROFILE", "STRESS_PROFILE", "KCONFIG", "TOOLCHAIN", "MODE",
-         "RESULTS", "RFC_SERIES", "RESIDENT_SERIES", "SERIES", "MANIFEST",
+         "RESULTS", "RFC_SERIES", "V2_SERIES", "RESIDENT_SERIES", "SERIES",
+         "MANIFEST", "AGAINST",
          "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
 
 
@@ -194,6 +195,8 @@ MAKE_REFUSALS = [
     (["differential", "RFC_SERIES=/nonexistent"],
      ["differential: RFC_SERIES=/nonexistent does not exist; point it at the RFC patches"]),
     (["differential", "RFC_SERIES={tmp}/results"], ["no patches in '{tmp}/results'"]),
+    (["differential", "AGAINST=ops"],
+     ["differential: AGAINST=ops compares ops with itself; name another flavour, e.g. AGAINST=v2"]),
     # stress
     (["stress", "DURATION=abc"], ["DURATION='abc' is not a positive number of seconds",
                                   "e.g. DURATION=600"]),
@@ -274,10 +277,12 @@ VALID = [
     (["kernel", "FLAVOUR=control"], ['kernel-build.sh "control"']),
     # A flavour means the same to every target: resident's default series.
     (["kernel", "FLAVOUR=resident"], ['kernel-build.sh "resident"']),
-    (["kernels", "FLAVOURS=baseline ops control resident rfc mine ops@host",
+    (["kernel", "FLAVOUR=v2"], ['kernel-build.sh "v2"']),
+    (["kernels", "FLAVOURS=baseline ops control v2 resident rfc mine ops@host",
       "RFC_SERIES={good}", "SERIES_mine={good}", "KCONFIG=debug"],
-     ["kernels.sh baseline ops control resident rfc mine ops@host"]),
-    (["differential", "RFC_SERIES={good}"], ["kernels.sh ops rfc", "differential.sh"]),
+     ["kernels.sh baseline ops control v2 resident rfc mine ops@host"]),
+    (["differential", "RFC_SERIES={good}"], ["kernels.sh ops rfc", "differential.sh rfc"]),
+    (["differential", "AGAINST=v2"], ["kernels.sh ops v2", "differential.sh v2"]),
     (["cover-letter", "RESULTS={good}"], ["cover-letter.sh {good}"]),
     (["report", "RESULTS={good}"], ["analyze.py {good}"]),
     (["cover-perf", "RESULTS={good}"], ["cover_perf.py {good}"]),
@@ -348,6 +353,6 @@ def test_kernels_checks_every_series_before_building(sb):
     refused(sb.run([ks, "ops", "rfc"], {"SERIES_rfc": str(sb.broken)}), 1,
             "0002-missing.patch', which does not exist")
     refused(sb.run([ks, "ops", "ops@clang"]), 1, "TOOLCHAIN='clang' is unknown")
-    r = sb.run([ks, "--check", "baseline", "ops", "resident", "rfc"],
+    r = sb.run([ks, "--check", "baseline", "ops", "v2", "resident", "rfc"],
                {"SERIES_rfc": str(sb.good)})
     assert r.returncode == 0 and r.stdout + r.stderr == "", r.stderr

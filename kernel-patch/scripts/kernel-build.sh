@@ -6,7 +6,7 @@
 #   FLAVOUR  baseline | ops | control | any name for SERIES (letters,
 #            digits, - and _)
 #   SERIES   directory of patches (a `series` order file or *.patch in name
-#            order) or an mbox; ops is kernel-patch/series/; control is
+#            order) or an mbox; ops is kernel-patch/series/ (v3); control is
 #            kernel-patch/series/ plus the planted bug in
 #            kernel-patch/controls/ (the negative control of make test)
 #   --check  check FLAVOUR, SERIES, KCONFIG and TOOLCHAIN, and stop (make,

@@ -6,8 +6,9 @@
 # baseline, ops (kernel-patch/series/) and control (ops plus the planted bug
 # of kernel-patch/controls/) need no series; any other flavour takes its
 # series as kernel-build.sh does for make kernel (flavour_series in
-# common.sh): SERIES_<name>, and for resident, the kernel-resident variant,
-# kernel-patch/resident/ by default.
+# common.sh): SERIES_<name>, and by default kernel-patch/v2/ for v2 (our
+# series v2) and kernel-patch/resident/ for resident (its kernel-resident
+# variant).
 # "ops@host" is ops built with TOOLCHAIN=host. Every flavour is checked
 # (kernel-build.sh --check) before the first is built; --check stops there.
 # Stops at the first failure.
