@@ -19,11 +19,20 @@ flavour=${1:?usage: selftests-build.sh FLAVOUR DEST}
 dest=${2:?usage: selftests-build.sh FLAVOUR DEST}
 kdir=$(kernel_dir "$flavour")
 wt=$(kernel_tree "$flavour")
-# rseq_op_test comes from the flavour's tree, or from our series for a
-# flavour whose series lacks it (the RFC as posted): it is built against
-# that flavour's headers.
+# rseq_op_test comes from the flavour's tree, or from our series (ops) for
+# a flavour whose series lacks it (the RFC as posted), or from the tree of
+# OPTEST_FLAVOUR when set (make differential runs ops' test on the flavour
+# it compares against). It is built against the flavour's headers, unless
+# it comes from another flavour's tree named by OPTEST_FLAVOUR: then
+# against that tree's, which the test was written for.
 opswt=$wt
-[ -f "$wt/tools/testing/selftests/rseq/rseq_op_test.c" ] || opswt=$(kernel_tree ops)
+ophdr=$kdir/headers
+if [ -n "${OPTEST_FLAVOUR:-}" ]; then
+	opswt=$(kernel_tree "$OPTEST_FLAVOUR")
+	ophdr=$(kernel_dir "$OPTEST_FLAVOUR")/headers
+elif [ ! -f "$wt/tools/testing/selftests/rseq/rseq_op_test.c" ]; then
+	opswt=$(kernel_tree ops)
+fi
 st=$wt/tools/testing/selftests/rseq
 mkdir -p "$dest"
 dest=$(realpath "$dest")
@@ -38,7 +47,7 @@ targets=$(for p in $progs; do printf '%s/%s ' "$dest" "$p"; done)
 if in_buildroot --bind "$dest" make -s -C "$st" OUTPUT="$dest" KHDR_INCLUDES="-isystem $kdir/headers" \
 	$targets >"$dest/build.log" 2>&1; then
 	cp "$st"/run_*.sh "$st/settings" "$dest/"
-elif [ "$flavour" = ops ] || [ "$flavour" = baseline ] || [ "$flavour" = resident ]; then
+elif [[ "$flavour" =~ ^(ops|baseline|resident|v2)$ ]]; then
 	tail -20 "$dest/build.log" >&2
 	die "rseq selftests failed to build; log: $dest/build.log"
 else
@@ -48,7 +57,7 @@ fi
 
 optest=$opswt/tools/testing/selftests/rseq/rseq_op_test.c
 [ -f "$optest" ] || die "no $optest: the ops series must contain rseq_op_test.c"
-in_buildroot --bind "$dest" gcc -O2 -Wall -g -isystem "$kdir/headers" -I "$opswt/tools/testing/selftests" \
+in_buildroot --bind "$dest" gcc -O2 -Wall -g -isystem "$ophdr" -I "$opswt/tools/testing/selftests" \
 	-o "$dest/rseq_op_test" "$optest" -lpthread 2>>"$dest/build.log" ||
 	die "rseq_op_test failed to build against $flavour's headers; log: $dest/build.log"
 cp "$opswt/tools/testing/selftests/rseq/run_rseq_op_test.sh" "$dest/"

@@ -6,9 +6,11 @@
 # Env:   STRESS_KCONFIG (kernel configuration, default debug: KASAN, lockdep,
 #        lockup detectors), FLAVOUR (default ops), PARALLEL (victims at a
 #        time, default 4), SEED, SCENARIO (only that scenario; default
-#        all, drawn at random), RESULTS_ROOT (default results/); FLAVOUR
-#        resident runs the scenarios with the variant's outcomes (-R;
-#        STRESS_SEMANTICS=list|resident chooses for any flavour)
+#        all, drawn at random), RESULTS_ROOT (default results/). ops (v3),
+#        control and resident run the scenarios with the outcomes of a
+#        kernel that reads nodes once (-R), v2 and rfc with those of a
+#        walk of the list (scripts/common.sh op_semantics);
+#        STRESS_SEMANTICS=list|resident chooses for any flavour
 #
 # Boots FLAVOUR of STRESS_KCONFIG and runs correctness/stress/rseq_op_stress
 # for DURATION seconds (default 600). Passes only if every victim process
@@ -37,11 +39,12 @@ default | debug) ;;
 esac
 flavour=${FLAVOUR:-ops}
 par=${PARALLEL:-4}
-# The kernel-resident variant checks and copies nodes at registration:
-# writes to registered nodes are ignored there, not fatal (rseq_op_stress -R).
+# A kernel that checks and copies nodes at registration (ops, i.e. v3, and
+# the resident variant) ignores writes to registered nodes, where a walk
+# of the list (v2, the RFC) kills the task (rseq_op_stress -R or not).
 # STRESS_SEMANTICS=list|resident overrides the choice (a test runs the
-# variant's outcomes on ops, where they must be wrong).
-case ${STRESS_SEMANTICS:-$([ "$flavour" = resident ] && echo resident || echo list)} in
+# list outcomes on ops, where they must be wrong).
+case ${STRESS_SEMANTICS:-$(op_semantics "$flavour")} in
 resident) semantics=-R ;;
 list) semantics= ;;
 *) die "STRESS_SEMANTICS='$STRESS_SEMANTICS': want list or resident" ;;

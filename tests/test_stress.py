@@ -76,16 +76,17 @@ def test_short_stress_on_debug_kernel(tmp_path):
 
 
 @pytest.mark.rig
-def test_resident_outcomes_fail_on_ops(tmp_path):
-    """The variant's outcomes (-R) on ops, whose walk reads the nodes: a
-    corrupted list kills there, so -R must report wrong outcomes."""
+def test_list_outcomes_fail_on_ops(tmp_path):
+    """A walk of the list's outcomes on ops (v3), which reads each node
+    once at registration: a corrupted link kills under a walk, is ignored
+    on ops, so the list outcomes must be reported wrong there."""
     r, out, s = stress(tmp_path, 10, SCENARIO="self-cycle",
-                       STRESS_SEMANTICS="resident")
+                       STRESS_SEMANTICS="list")
     assert r.returncode != 0, r.stdout + r.stderr[-3000:]
-    assert s["semantics"] == "resident" and s["wrong"] > 0, s
-    # Only self-cycle ran, and every run of it was wrong: on ops the walk
-    # follows the corrupted link and kills the victim, which -R expects
-    # to live.
+    assert s["semantics"] == "list" and s["wrong"] > 0, s
+    # Only self-cycle ran, and every run of it was wrong: the list
+    # outcomes expect the victim killed by its corrupted link, which ops
+    # never reads.
     sc = s["scenarios"]["self-cycle"]
     assert sc["wrong"] == sc["runs"] == s["victims"] > 0, s
     assert sum(v["runs"] for v in s["scenarios"].values()) == sc["runs"], s
