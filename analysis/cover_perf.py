@@ -87,7 +87,7 @@ def section(a):
             "The gap from the tick to the return to user space at that N "
             "minus at N = 0, paired by boot. Up to %d nodes the walk runs "
             "on the exit fast path with interrupts off; longer lists on "
-            "the slow path with interrupts on and preemption off."
+            "the slow path, in task context, preemptible."
             % a["irqs_off_max"], "  ")
     return "\n".join(line.rstrip() for line in out) + "\n"
 

@@ -57,8 +57,9 @@ def detail(r, irqs_off_max):
             "interrupts-off stretch the walk adds" % irqs_off_max)
         if r["irqs_off"] else (
             "above %d nodes the series walks on the slow path with "
-            "interrupts on and preemption off (by its code): the stretch "
-            "the walk adds to the return, not with interrupts off"
+            "interrupts on (by its code; preemption off in v2, on in v3): "
+            "the stretch the walk adds to the return, not with "
+            "interrupts off"
             % irqs_off_max))
 
 

@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
-"""designs - three designs of the walk side by side: our walker series
-(ops), the kernel-resident variant (resident, kernel-patch/resident/) and
-the RFC as posted (rfc), from one run of make bench-walker.
+"""designs - the designs of the walk side by side, from one run of make
+bench-walker: our series v3 (ops, kept in the kernel), our series v2 (v2,
+the walk of the list in user memory), the kernel-resident variant of v2
+(resident, kernel-patch/resident/, from which v3 grew) and the RFC as
+posted (rfc). The comparisons are made against resident, the first
+kernel-resident design measured; ops is its successor.
 
 It reads what opbench_data.analyse already computed (per-flavour cost
 models, comparisons against the unpatched kernel and against N = 0) and
@@ -18,7 +21,9 @@ import opbench_stats as st
 from cross_checks import WALK_BENCHES, diff_per_walk, group
 
 # Flavour, and how the report names it.
-DESIGNS = (("ops", "walker (ours)"), ("resident", "kernel-resident"),
+DESIGNS = (("ops", "series v3, kept in the kernel"),
+           ("v2", "series v2, walks the user list"),
+           ("resident", "kernel-resident variant of v2"),
            ("rfc", "RFC as posted"))
 # The issue's target: the resident walk at least this many times cheaper
 # per operation than the RFC's.
@@ -142,15 +147,16 @@ def _register_ns(d):
 
 def _resident_cost(d):
     """The resident registration's growth per operation held and its round
-    trip at N = 0 against ops', or None when it was not measured."""
+    trip at N = 0 against v2's (the walk of the user list, which allocates
+    nothing), or None when it was not measured."""
     reg = {r["flavour"]: r for r in d["register"]}
     res = reg.get("resident")
     if not res or res["slope"] is None:
         return None
     by = {c["nr_ops"]: c["value"] for c in res["cells"]}
     return {"slope": res["slope"], "resident_zero": by.get(0),
-            "ops_zero": {c["nr_ops"]: c["value"] for c in
-                         reg.get("ops", {}).get("cells", [])}.get(0)}
+            "walker_zero": {c["nr_ops"]: c["value"] for c in
+                            reg.get("v2", {}).get("cells", [])}.get(0)}
 
 
 def _breakeven(d):

@@ -28,15 +28,13 @@ def designs_lines(d, a):
     unit = a["unit"]
     icount = a["accel"] == "icount"
     fls = d["flavours"]
-    lines = [RULE, "Keep the operations in the kernel? Three designs of "
+    lines = [RULE, "Keep the operations in the kernel? The designs of "
              "the walk", ""]
     lines += textwrap.wrap(
-        "%s: our series, which walks the list in user memory; %s: the "
-        "variant (kernel-patch/resident/) that checks and copies each node "
-        "at registration and applies a kernel array; %s: the RFC's patches. "
-        "Same source, configuration and compiler, one run. Figures: %s, "
+        "; ".join("%s: %s" % (fl, d["names"][fl]) for fl in fls) +
+        ". Same source, configuration and compiler, one run. Figures: %s, "
         "mean over boots, %s CI.%s" % (
-            "ops", "resident", "rfc", unit, CONF,
+            unit, CONF,
             " Instructions under QEMU icount, not time." if icount else ""),
         WIDTH)
     sl = {(s["bench"], s["flavour"]): s for s in d["slopes"]}
@@ -83,7 +81,7 @@ def designs_lines(d, a):
                 lines += textwrap.wrap(
                     "  preempt has no mean: its samples are P-gaps, one "
                     "per preemption.", WIDTH, subsequent_indent="  ")
-        lines += [""] + textwrap.wrap("Per operation, RFC and ours against "
+        lines += [""] + textwrap.wrap("Per operation, each design against "
                                       "the resident variant (ratio of "
                                       "slopes):", WIDTH)
         for r in d["ratios"]:
@@ -122,9 +120,10 @@ def designs_lines(d, a):
                 s["layout"], s["flavour"], s["nr_ops"],
                 num(s["diff"], True), ci(s["diff_ci"], True)))
         lines += textwrap.wrap(
-            "  ops and resident walk up to %d operations with interrupts "
-            "off and longer lists with them on; rfc walks every list with "
-            "them off.%s" % (a["irqs_off_max"],
+            "  Every design but rfc applies up to %d operations with "
+            "interrupts off and longer lists with them on (v2 and resident "
+            "with preemption off, ops preemptible); rfc walks every list "
+            "with them off.%s" % (a["irqs_off_max"],
                              " Under icount both layouts execute the same "
                              "instructions." if icount else ""), WIDTH,
             subsequent_indent="  ")
@@ -191,12 +190,12 @@ def designs_lines(d, a):
         measured = ("Measured here: registration grows by %s %s per "
                     "operation held (the lookup of the node among them), "
                     "and at N = 0 each round trip allocates and frees the "
-                    "array (%s, against %s for ops); the benchmark "
+                    "array (%s, against %s for v2); the benchmark "
                     "unregisters the newest node, the best case: an older "
                     "one also costs a search and a move of the entries "
                     "after it. " % (num(rc["slope"]), unit,
                                     _or_na(rc["resident_zero"]),
-                                    _or_na(rc["ops_zero"])))
+                                    _or_na(rc["walker_zero"])))
     else:
         measured = "Registration was not measured in this run. "
     mem = d["memory"]

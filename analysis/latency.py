@@ -6,7 +6,8 @@ a thread's list of N operations is walked (opbench switch), in both node
 layouts, records:
   walk: each walk's duration (the function_graph tracer on
       rseq_ops_apply) and whether it ran with interrupts off (the fast
-      path, at most 64 nodes) or only preemption off (the slow path);
+      path, at most 64 nodes), only preemption off (v2's slow path) or
+      neither (v3's slow path: no stretch at all, shown for comparison);
   irqsoff, preemptoff: the tracers' longest stretch on CPU 0 while the
       benchmark ran, whatever code it was (N = 0: the kernel's own, no
       list).
@@ -25,7 +26,8 @@ from opbench_io import ResultsError
 
 TRACERS = ("irqsoff", "preemptoff")
 # The walk rows: its longest walk in each context.
-WALK_ROWS = (("irqs", "walk irqs"), ("preempt", "walk preempt"))
+WALK_ROWS = (("irqs", "walk irqs"), ("preempt", "walk preempt"),
+             ("preemptible", "walk task"))
 ORDER = tuple(t for _, t in WALK_ROWS) + TRACERS
 
 

@@ -257,8 +257,10 @@ _FGRAPH_WALK = re.compile(r"^\s*\d+\)\s+(\S{4,6})\s+\|\s*[-+!#*@$]?\s*"
 
 def walk_durations(path):
     """The walks of a function_graph trace of rseq_ops_apply: a list of
-    [nanoseconds, "irqs" | "preempt"], the context being whether the walk
-    ran with interrupts off (the fast path) or only preemption off."""
+    [nanoseconds, "irqs" | "preempt" | "preemptible"], the context being
+    whether the walk ran with interrupts off (the fast path), with only
+    preemption off (the slow path of v2 and the RFC's lineage: a preempt
+    depth in the flags), or preemptible (the slow path of v3: depth 0)."""
     if not os.path.exists(path):
         raise ResultsError("%s: missing; its latency record names it" % path)
     out = []
@@ -279,8 +281,13 @@ def walk_durations(path):
                                        (path, line.rstrip()))
                 continue
             flags, us = m.groups()
-            out.append([float(us) * 1000.0,
-                        "irqs" if flags[0] in "dD" else "preempt"])
+            if flags[0] in "dD":
+                ctx = "irqs"
+            elif flags[3] in ".0":
+                ctx = "preemptible"
+            else:
+                ctx = "preempt"
+            out.append([float(us) * 1000.0, ctx])
     return out
 
 

@@ -394,8 +394,8 @@ def tcmalloc_events(t, a, outdir):
     return save(fig, outdir, "tcmalloc-events")
 
 
-DESIGN_COLOURS = {"ops": "tab:blue", "resident": "tab:green",
-                  "rfc": "tab:red"}
+DESIGN_COLOURS = {"ops": "tab:blue", "v2": "tab:orange",
+                  "resident": "tab:green", "rfc": "tab:red"}
 
 
 def design_slopes(d, a, outdir):

@@ -255,3 +255,17 @@ def test_unreadable_maximum_left_out():
     row = next(r for r in lat["rows"] if r["tracer"] == recs[1]["tracer"]
                and r["layout"] == recs[1]["layout"])
     assert recs[1]["nr_ops"] not in row["values"]
+
+
+def test_walk_in_task_context_is_its_own_row(tmp_path):
+    """A walk with neither interrupts nor preemption off (depth 0 in the
+    flags: v3's slow path) is neither an irqs-off nor a preempt-off
+    stretch: its own context, "preemptible"."""
+    f = tmp_path / "walk-packed-2048.txt"
+    f.write_text("# tracer: function_graph\n"
+                 " 0)  d..1. |   2.518 us    |  rseq_ops_apply();\n"
+                 " 0)  ...1. |  60.049 us    |  rseq_ops_apply();\n"
+                 " 0)  ..... | ! 160.500 us  |  rseq_ops_apply();\n")
+    assert walk_durations(str(f)) == [[2518.0, "irqs"],
+                                      [60049.0, "preempt"],
+                                      [160500.0, "preemptible"]]
