@@ -121,8 +121,11 @@ def test_headline_nothing_paid_without_operations(quick_run):
     resolved only when each flavour's two boots agree: under icount a
     boot may land a switch on another of a few discrete counts (a cold
     make test saw baseline at 4445 and 4459), and with two boots the
-    interval then spans several operations. A series that made every
-    round trip pay what a registered operation costs would fail."""
+    interval then spans several operations. Where the run cannot resolve
+    one operation (v3's is about 5 instructions, v2's was 29: preempt's
+    P-gaps are coarser), the interval must hold 0: no cost the run can
+    see. A series that made every round trip pay what a registered
+    operation costs would fail."""
     unit, a = per_op_per_walk(quick_run)
     assert unit > 1, unit
     quoted = [g for g in a["groups"] if not g.get("headline_excluded")
@@ -136,11 +139,15 @@ def test_headline_nothing_paid_without_operations(quick_run):
                if r["flavour"] == "ops" and r["nr_ops"] == 0]
         assert len(row) == 1, (g["bench"], g["vs_reference"])
         r = row[0]
-        assert abs(r["diff"]) < unit, (g["bench"], r, unit)
+        lo, hi = r["diff_ci"]
         if r["detectable"] < unit:
             resolved.add(g["bench"])
-            lo, hi = r["diff_ci"]
+            assert abs(r["diff"]) < unit, (g["bench"], r, unit)
             assert -unit < lo <= hi < unit, (g["bench"], r, unit)
+        else:
+            # Coarser than one operation (preempt's P-gaps, a switch
+            # split between counts): no cost the run can see.
+            assert lo <= 0 <= hi, (g["bench"], r, unit)
     assert {"syscall", "signal"} <= resolved, resolved
 
 
