@@ -419,11 +419,15 @@ def test_profile_and_measured_slope_agree(insn_profile, quick_run):
     operation per walk (timed, a + b*N over N = 1 and 2048) and the
     walker's instructions per call at 64 operations, counted by the
     plugin. Under icount the walker's call is its fixed part plus 64
-    slopes: the fixed part must come out as a small positive count (a
-    slope per loop, twice the right one, or a profile of another function
-    would not)."""
+    slopes: the fixed part must come out small (a slope per loop, twice
+    the right one, or a profile of another function would not). It may
+    come out below zero: above 64 operations v3 applies chunks of 64 on
+    the slow path, each with its own entry, so the slope between N = 1
+    and 2048 carries a share of that (v3's operation is about 5
+    instructions: a chunk's entry is worth more than half an operation
+    each)."""
     import test_bench_pipeline
     slope, _ = test_bench_pipeline.per_op_per_walk(quick_run)
     per_call = float(profile_check(insn_profile, "ops-64")["walker_per_call"])
     fixed = per_call - 64 * slope
-    assert 0 < fixed < FIXED_MAX, (per_call, slope, fixed)
+    assert -FIXED_MAX < fixed < FIXED_MAX, (per_call, slope, fixed)
