@@ -59,7 +59,7 @@ optest=$opswt/tools/testing/selftests/rseq/rseq_op_test.c
 [ -f "$optest" ] || die "no $optest: the ops series must contain rseq_op_test.c"
 in_buildroot --bind "$dest" gcc -O2 -Wall -g -isystem "$ophdr" -I "$opswt/tools/testing/selftests" \
 	-o "$dest/rseq_op_test" "$optest" -lpthread 2>>"$dest/build.log" ||
-	die "rseq_op_test failed to build against $flavour's headers; log: $dest/build.log"
+	die "rseq_op_test failed to build against ${OPTEST_FLAVOUR:-$flavour}'s headers; log: $dest/build.log"
 cp "$opswt/tools/testing/selftests/rseq/run_rseq_op_test.sh" "$dest/"
 in_buildroot --bind "$dest" gcc -O2 -Wall -Wextra -shared -fPIC -isystem "$kdir/headers" \
 	-o "$dest/rseq_op_preload.so" "$TOPDIR/correctness/guest/rseq_op_preload.c" -ldl \
