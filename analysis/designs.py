@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """designs - the designs of the walk side by side, from one run of make
 bench-walker: our series v3 (ops, kept in the kernel), our series v2 (v2,
-the walk of the list in user memory), the kernel-resident variant of v2
-(resident, kernel-patch/resident/, from which v3 grew) and the RFC as
-posted (rfc). The comparisons are made against resident, the first
-kernel-resident design measured; ops is its successor.
+the walk of the list in user memory), the RFC as posted (rfc) and, when a
+run has it, the kernel-resident variant of v2 (resident,
+kernel-patch/resident/, from which v3 grew). The comparisons are made
+against ANCHOR, v3.
 
 It reads what opbench_data.analyse already computed (per-flavour cost
 models, comparisons against the unpatched kernel and against N = 0) and
@@ -25,31 +25,33 @@ DESIGNS = (("ops", "series v3, kept in the kernel"),
            ("v2", "series v2, walks the user list"),
            ("resident", "kernel-resident variant of v2"),
            ("rfc", "RFC as posted"))
-# The issue's target: the resident walk at least this many times cheaper
-# per operation than the RFC's.
+# The design every other is compared with: series v3.
+ANCHOR = "ops"
+# The target: v3's walk at least this many times cheaper per operation than
+# the RFC's.
 TARGET_RATIO = 4.0
 LAYOUTS = (("preempt", "packed"), ("preempt+scattered", "scattered"))
 STRETCH_NS = (64, 2048)
 # The registration table's columns: these N and the largest measured.
 REGISTER_NS = (0, 1, 64, 1024)
-# What the resident design costs that is not measured here, from its cover
-# letter (kernel-patch/resident/0000-cover-letter.txt): kernel memory per
-# entry, and the array doubling (EXAMPLE_OPS operations take the next
-# power of two of entries).
+# What v3 costs that the benchmarks do not measure, from rseq.rst (patch
+# 5/5; rseq_op_test's memcg case checks the charge): kernel memory per
+# entry, and the array doubling (EXAMPLE_OPS operations take the next power
+# of two of entries).
 ENTRY_BYTES = 40
 EXAMPLE_OPS = 1025
 
 
 def analyse(a, compare=None):
-    """The comparison, or None when the run lacks the resident flavour or
-    every other design. compare(model_ref, model, key): two slopes
+    """The comparison, or None when the run lacks ANCHOR or every other
+    design. compare(model_ref, model, key): two slopes
     compared as the run's unit allows (opbench_data's
     compare_kernel_slopes: paired by round in time); default Welch."""
     if compare is None:
         def compare(m_ref, m, key):
             return st.compare_slopes(m_ref, m)
     fls = [f for f, _ in DESIGNS if f in a["flavours"]]
-    if "resident" not in fls or len(fls) < 2:
+    if ANCHOR not in fls or len(fls) < 2:
         return None
     out = {"flavours": fls, "names": dict(DESIGNS), "slopes": [],
            "ratios": [], "zero": [], "stretch": [], "register": [],
@@ -74,11 +76,11 @@ def analyse(a, compare=None):
                         % ",".join(str(n) for n in bad)) if bad else
                        "no cost model (fewer than two N >= 1, or no boot "
                        "with every N)"})
-        res = g["cost"].get("resident")
+        res = g["cost"].get(ANCHOR)
         for fl in fls:
-            if fl == "resident" or fl not in g["cost"] or not res:
+            if fl == ANCHOR or fl not in g["cost"] or not res:
                 continue
-            c = compare(res, g["cost"][fl], (bench, "resident", fl))
+            c = compare(res, g["cost"][fl], (bench, ANCHOR, fl))
             if c and walks:
                 # diff per walk, as the slopes; the ratio has no unit.
                 out["ratios"].append(dict(
@@ -116,7 +118,8 @@ def analyse(a, compare=None):
     out["breakeven"] = _breakeven(out)
     out["target_verdict"] = _target(out)
     out["register_ns"] = _register_ns(out)
-    out["resident_cost"] = _resident_cost(out)
+    out["anchor"] = ANCHOR
+    out["anchor_cost"] = _anchor_cost(out)
     entries = 1 << (EXAMPLE_OPS - 1).bit_length()
     out["memory"] = {"entry_bytes": ENTRY_BYTES, "ops": EXAMPLE_OPS,
                      "entries": entries,
@@ -125,8 +128,8 @@ def analyse(a, compare=None):
 
 
 def _target(d):
-    """Whether the resident walk is TARGET_RATIO times cheaper per
-    operation than the RFC's: met when the lowest bound of every ratio's
+    """Whether ANCHOR's walk is TARGET_RATIO times cheaper per operation
+    than the RFC's: met when the lowest bound of every ratio's
     interval is; not assessed without an RFC slope or an interval."""
     rfc = [r for r in d["ratios"] if r["flavour"] == "rfc"]
     if not rfc:
@@ -145,22 +148,22 @@ def _register_ns(d):
     return [n for n in ns if n in REGISTER_NS or n == ns[-1]]
 
 
-def _resident_cost(d):
-    """The resident registration's growth per operation held and its round
+def _anchor_cost(d):
+    """ANCHOR's registration: its growth per operation held and its round
     trip at N = 0 against v2's (the walk of the user list, which allocates
     nothing), or None when it was not measured."""
     reg = {r["flavour"]: r for r in d["register"]}
-    res = reg.get("resident")
+    res = reg.get(ANCHOR)
     if not res or res["slope"] is None:
         return None
     by = {c["nr_ops"]: c["value"] for c in res["cells"]}
-    return {"slope": res["slope"], "resident_zero": by.get(0),
+    return {"slope": res["slope"], "anchor_zero": by.get(0),
             "walker_zero": {c["nr_ops"]: c["value"] for c in
                             reg.get("v2", {}).get("cells", [])}.get(0)}
 
 
 def _breakeven(d):
-    """When the resident design wins: the walks after which what it saves
+    """When ANCHOR wins: the walks after which what it saves
     per operation (switch's slopes per walk) has paid for what its
     registration round trip costs more, with N = 0 held and with the
     largest N measured. One row per other design."""
@@ -168,12 +171,12 @@ def _breakeven(d):
           if s["bench"] == "switch"}
     reg = {r["flavour"]: {c["nr_ops"]: c["value"] for c in r["cells"]}
            for r in d["register"]}
-    res = reg.get("resident", {})
+    res = reg.get(ANCHOR, {})
     rows = []
     for fl in d["flavours"]:
-        if fl == "resident" or fl not in sl or "resident" not in sl:
+        if fl == ANCHOR or fl not in sl or ANCHOR not in sl:
             continue
-        save = sl[fl] - sl["resident"]
+        save = sl[fl] - sl[ANCHOR]
         for n in sorted(set(reg.get(fl, {})) & set(res))[:1] + \
                 sorted(set(reg.get(fl, {})) & set(res))[-1:]:
             extra = res[n] - reg[fl][n]

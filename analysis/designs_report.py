@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """designs_report - the section "Keep the operations in the kernel?" of the
-report: the three designs of the walk (designs.analyse), as text. The
-verdicts (the target met or not) and the figures are designs'."""
+report: the designs of the walk (designs.analyse), each against series v3
+(designs.ANCHOR), as text. The verdicts (the target met or not) and the
+figures are designs'."""
 import textwrap
 
 from cross_checks import WALK_BENCHES
@@ -81,17 +82,18 @@ def designs_lines(d, a):
                 lines += textwrap.wrap(
                     "  preempt has no mean: its samples are P-gaps, one "
                     "per preemption.", WIDTH, subsequent_indent="  ")
+        anchor = d["anchor"]
         lines += [""] + textwrap.wrap("Per operation, each design against "
-                                      "the resident variant (ratio of "
-                                      "slopes):", WIDTH)
+                                      "%s (ratio of slopes):" % anchor,
+                                      WIDTH)
         for r in d["ratios"]:
-            lines.append("  %-8s %-4s / resident  %6s  %s" % (
-                r["bench"], r["flavour"],
+            lines.append("  %-8s %-8s / %-8s  %6s  %s" % (
+                r["bench"], r["flavour"], anchor,
                 "%.2f" % r["ratio"] if r["ratio"] is not None else "n/a",
                 "[%.2f, %.2f]" % tuple(r["ratio_ci"]) if r["ratio_ci"]
                 else "[no interval]"))
-        target = ("Target: the resident walk at least %.0f times cheaper "
-                  "per operation than the RFC's. " % d["target"])
+        target = ("Target: the walk of %s at least %.0f times cheaper "
+                  "per operation than the RFC's. " % (anchor, d["target"]))
         lines += [""] + textwrap.wrap(target + target_text(
             d["target_verdict"]), WIDTH)
         lines += ["", "One walk of the largest N (from the fit), %s:" % unit]
@@ -121,9 +123,11 @@ def designs_lines(d, a):
                 num(s["diff"], True), ci(s["diff_ci"], True)))
         lines += textwrap.wrap(
             "  Every design but rfc applies up to %d operations with "
-            "interrupts off and longer lists with them on (v2 and resident "
-            "with preemption off, ops preemptible); rfc walks every list "
-            "with them off.%s" % (a["irqs_off_max"],
+            "interrupts off and longer lists with them on: v2 and resident "
+            "with preemption off, ops in chunks of at most %d with "
+            "preemption off, preemptible between chunks; rfc walks every "
+            "list with interrupts off.%s" % (a["irqs_off_max"],
+                                             a["irqs_off_max"],
                              " Under icount both layouts execute the same "
                              "instructions." if icount else ""), WIDTH,
             subsequent_indent="  ")
@@ -169,10 +173,10 @@ def designs_lines(d, a):
     be = d.get("breakeven") or []
     if be:
         lines += [""] + textwrap.wrap(
-            "When each design wins: the resident registration round trip "
+            "When each design wins: the registration round trip of %s "
             "costs more; each walk saves the difference of the switch "
             "slopes per operation. Walks of one operation to pay back one "
-            "register and unregister:", WIDTH)
+            "register and unregister:" % d["anchor"], WIDTH)
         for r in be:
             lines.append("  vs %-4s N=%-5d +%s per round trip, %s saved "
                          "a walk: %s walks" % (
@@ -182,10 +186,10 @@ def designs_lines(d, a):
                              else "never"))
         lines += textwrap.wrap(
             "A thread that keeps its operations registered across more "
-            "returns after a switch than that is cheaper with the resident "
-            "design; one that registers and unregisters around a few "
-            "returns, or changes its nodes in place, is not.", WIDTH)
-    rc = d["resident_cost"]
+            "returns after a switch than that is cheaper with %s; one that "
+            "registers and unregisters around a few returns, or changes "
+            "its nodes in place, is not." % d["anchor"], WIDTH)
+    rc = d["anchor_cost"]
     if rc:
         measured = ("Measured here: registration grows by %s %s per "
                     "operation held (the lookup of the node among them), "
@@ -194,19 +198,21 @@ def designs_lines(d, a):
                     "unregisters the newest node, the best case: an older "
                     "one also costs a search and a move of the entries "
                     "after it. " % (num(rc["slope"]), unit,
-                                    _or_na(rc["resident_zero"]),
+                                    _or_na(rc["anchor_zero"]),
                                     _or_na(rc["walker_zero"])))
     else:
         measured = "Registration was not measured in this run. "
     mem = d["memory"]
     lines += [""] + textwrap.wrap(
-        "What the resident design costs instead. " + measured +
-        "Not measured here, from the cover letter: kernel memory of %d "
-        "bytes per entry allocated, the array doubling (%d operations "
-        "take %d entries, %d KiB), charged to the memory cgroup; a copy "
-        "at fork(); nodes that user space can no longer change without "
-        "registering them again. kernel-patch/resident/"
-        "0000-cover-letter.txt lists every semantic difference." % (
+        "What %s costs instead. " % d["anchor"] + measured +
+        "Not measured by the benchmarks, from rseq.rst: kernel memory of "
+        "%d bytes per entry allocated, the array doubling (%d operations "
+        "take %d entries, %d KiB), charged to the memory cgroup of the "
+        "thread that registers (rseq_op_test's memcg case checks it on the "
+        "debug kernel); a copy at fork(); nodes that user space can no "
+        "longer change without registering them again. The cover letter "
+        "(kernel-patch/cover-letter.txt) lists every difference from the "
+        "RFC and from v2." % (
             mem["entry_bytes"], mem["ops"], mem["entries"], mem["kib"]),
         WIDTH)
     return lines

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""analysis/designs.py: three designs of the walk (ops, resident, rfc)
+"""analysis/designs.py: three designs of the walk (ops: v3, v2, rfc)
 compared on synthetic cost models with known slopes; its report section
 and plot; and the walker-loops files bench-run.sh writes."""
 import os
@@ -20,7 +20,7 @@ from cross_checks import per_walk  # noqa: E402
 
 NS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
 # Instructions per operation per walk, and the walks of one loop.
-SLOPE = {"ops": 29.0, "resident": 6.0, "rfc": 44.0}
+SLOPE = {"ops": 6.0, "v2": 29.0, "rfc": 44.0}
 WALKS = {"switch": 2, "signal": 1, "preempt": 1}
 BOOTS = 3
 
@@ -40,7 +40,7 @@ def cells(rng, base, slope, walks):
 
 def synthetic_analysis(tmp_path, with_loops=True):
     rng = np.random.default_rng(19)
-    a = {"flavours": ["baseline", "ops", "resident", "rfc"], "groups": [],
+    a = {"flavours": ["baseline", "ops", "v2", "rfc"], "groups": [],
          "dir": str(tmp_path), "unit": "instructions", "accel": "icount",
          "irqs_off_max": 64, "header": {"kernel": {}}}
     for bench, walks in WALKS.items():
@@ -70,13 +70,13 @@ def synthetic_analysis(tmp_path, with_loops=True):
     for fl in SLOPE:
         for n in (0, 1, 64, 1024):
             reg["cells"].append({"flavour": fl, "nr_ops": n,
-                                 "value": 900.0 + (2 if fl == "ops" else 0) * n,
+                                 "value": 900.0 + (2 if fl == "v2" else 0) * n,
                                  "ci": [899.0, 901.0]})
     a["groups"].append(reg)
     if with_loops:
         d = tmp_path / "walker-loops"
         d.mkdir()
-        (d / "resident.txt").write_text(
+        (d / "ops.txt").write_text(
             "function        loop                 insns  loads  cond-br  "
             "stac/clac\n"
             "rseq_ops_apply  +0x60..+0x9c            14      4        3  "
@@ -88,9 +88,9 @@ def synthetic_analysis(tmp_path, with_loops=True):
 
 def test_slopes_and_ratio_recovered(tmp_path):
     """Each design's slope per walk comes back within its interval, and
-    the ratio RFC / resident is about 44 / 6."""
+    the ratio RFC / v3 is about 44 / 6."""
     d = designs.analyse(synthetic_analysis(tmp_path))
-    assert d["flavours"] == ["ops", "resident", "rfc"]
+    assert d["flavours"] == ["ops", "v2", "rfc"]
     for s in d["slopes"]:
         lo, hi = s["ci"]
         assert lo - 0.05 <= SLOPE[s["flavour"]] <= hi + 0.05, s
@@ -101,9 +101,9 @@ def test_slopes_and_ratio_recovered(tmp_path):
     assert r["ratio_ci"][0] <= 44.0 / 6.0 <= r["ratio_ci"][1] + 1e-3
     assert {(s["layout"], s["nr_ops"]) for s in d["stretch"]} == {
         ("scattered", 64), ("scattered", 2048)}
-    assert d["loops"]["resident"][0]["insns"] == 14
+    assert d["loops"]["ops"][0]["insns"] == 14
     full = {r["flavour"]: r["full"] for r in d["register"]}
-    assert full["resident"] == [2048]
+    assert full["ops"] == [2048]
 
 
 def test_report_section_and_plot(tmp_path):
@@ -125,29 +125,30 @@ def test_report_section_and_plot(tmp_path):
 
 
 def test_target_not_met_is_said(tmp_path):
-    """A resident slope only twice as cheap as the RFC's: NOT met."""
-    old = SLOPE["resident"]
-    SLOPE["resident"] = 22.0
+    """A v3 slope only twice as cheap as the RFC's: NOT met."""
+    old = SLOPE["ops"]
+    SLOPE["ops"] = 22.0
     try:
         a = synthetic_analysis(tmp_path, with_loops=False)
     finally:
-        SLOPE["resident"] = old
+        SLOPE["ops"] = old
     d = designs.analyse(a)
     text = " ".join(" ".join(designs_report.designs_lines(d, a)).split())
     assert "NOT met" in text
     assert d["target_verdict"]["met"] is False
 
 
-def test_needs_the_resident_flavour(tmp_path):
+def test_needs_the_anchor_flavour(tmp_path):
     a = synthetic_analysis(tmp_path)
-    a["flavours"] = ["baseline", "ops", "rfc"]
+    a["flavours"] = ["baseline", "v2", "rfc"]
     assert designs.analyse(a) is None
+    assert designs.ANCHOR == "ops"
 
 
 def test_target_not_assessed_without_an_rfc_slope(tmp_path):
     """No RFC in the run: the target is not assessed, and said so."""
     a = synthetic_analysis(tmp_path, with_loops=False)
-    a["flavours"] = ["baseline", "ops", "resident"]
+    a["flavours"] = ["baseline", "ops", "v2"]
     d = designs.analyse(a)
     text = " ".join(" ".join(designs_report.designs_lines(d, a)).split())
     assert "Not assessed: no RFC slope in this run." in text
@@ -156,17 +157,17 @@ def test_target_not_assessed_without_an_rfc_slope(tmp_path):
 
 
 def test_breakeven_in_walks(tmp_path):
-    """What the resident registration costs more, over what each walk of
-    one operation saves: rows against ops and rfc, in walks."""
+    """What v3's registration costs more, over what each walk of one
+    operation saves: rows against v2 and rfc, in walks."""
     a = synthetic_analysis(tmp_path, with_loops=False)
     for c in next(g for g in a["groups"] if g["bench"] == "register")["cells"]:
-        if c["flavour"] == "resident":
+        if c["flavour"] == "ops":
             c["value"] += 460.0
     d = designs.analyse(a)
     rows = {(r["flavour"], r["nr_ops"]): r for r in d["breakeven"]}
-    # ops saves 29 - 6 = 23 a walk; resident costs 460 - 2 x 1024 more at
-    # N = 1024 than ops (negative: never behind) and 460 at N = 0.
-    assert abs(rows[("ops", 0)]["walks"] - 460.0 / 23.0) < 0.05
+    # v2 saves 29 - 6 = 23 a walk; v3 costs 460 - 2 x 1024 more at
+    # N = 1024 than v2 (negative: never behind) and 460 at N = 0.
+    assert abs(rows[("v2", 0)]["walks"] - 460.0 / 23.0) < 0.05
     assert abs(rows[("rfc", 0)]["walks"] - 460.0 / 38.0) < 0.05
     text = " ".join(" ".join(designs_report.designs_lines(d, a)).split())
     assert "When each design wins" in text
