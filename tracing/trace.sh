@@ -20,7 +20,8 @@
 #       call stack by the QEMU plugin tracing/insnprof (one vCPU, icount,
 #       nokaslr): insn.folded, flame.svg, table.txt (instructions per
 #       function per walk), check.txt (the plugin's total against the
-#       TSC's); with VS_*, diff.svg
+#       TSC's); with VS_*, diff.svg. TYPE=reset4|reset8|null|cpu|mmcid:
+#       the operations' type (default: the benchmark's own)
 # Env: ACCEL (default: accel_for measure in common.sh), LOOPS, SAMPLES (bpf, overhead), FREQ and
 #      SECONDS_TRACED (flame: perf's rate, default 997 Hz, and window,
 #      default 1 s of guest time),
@@ -66,6 +67,11 @@ overhead)
 insn)
 	bench=${1:?BENCH}; ops=${2:?OPS}; vs_fl=${3:-}; vs_ops=${4:-}
 	label=$mode-$flavour-$bench-$ops
+	case ${TYPE:-} in
+	'') ;;
+	reset4 | reset8 | null | cpu | mmcid) label=$label-$TYPE ;;
+	*) die "TYPE='$TYPE' is not an operation type of opbench: reset4, reset8, null, cpu or mmcid (empty: the benchmark's own)" ;;
+	esac
 	[ "$accel" = icount ] || die "insn: ACCEL=$accel; the profile compares its count with icount's, use ACCEL=icount"
 	;;
 *) die "mode '$mode' is unknown; use flame, bpf, validate, overhead or insn" ;;
@@ -128,9 +134,9 @@ insnboot() {
 		--timeout "${TRACE_TIMEOUT:-1800}"
 		--plugin "file=$out/bin/insnprof.so,out=$d/insnprof.txt,entries=$d/entries.txt"
 		--copy "$out/bin/opbench"
-		-- sh -c "./opbench -q --mark -w 0 -n $n -l $loops -s $samples $bench > opbench.json")
+		-- sh -c "./opbench -q --mark -w 0 -n $n -l $loops -s $samples ${TYPE:+-t $TYPE }$bench > opbench.json")
 	echo "${vm[*]}" >> "$out/commands.txt"
-	log "[$fl] $bench at $n operations under the instruction profiler (log $d/console.log)"
+	log "[$fl] $bench at $n operations${TYPE:+ of type $TYPE} under the instruction profiler (log $d/console.log)"
 	t=$(date +%s)
 	"${vm[@]}" > "$d/guest-stdout.txt" || rc=$?
 	echo "boot_seconds=$(( $(date +%s) - t ))" > "$d/timing.txt"
@@ -151,7 +157,7 @@ insn)
 	insnboot "$flavour" "$ops" "$out/$flavour-$ops"
 	cp "$out/$flavour-$ops/check.txt" "$out/$flavour-$ops/table.txt" "$out/"
 	"$PYTHON" "$tdir/flamegraph.py" "$out/$flavour-$ops/insn.folded" --unit instructions \
-		--title "$bench, $ops operations, $flavour kernel: instructions" \
+		--title "$bench, $ops operations${TYPE:+ ($TYPE)}, $flavour kernel: instructions" \
 		--subtitle "every guest instruction of the timed samples, counted by the QEMU plugin tracing/insnprof (icount, one vCPU), interrupts off included" \
 		> "$out/flame.svg"
 	if [ -n "$vs_fl" ]; then
