@@ -85,11 +85,36 @@ def section(a):
             out.append(line)
         out += [""] + wrap(
             "The gap from the tick to the return to user space at that N "
-            "minus at N = 0, paired by boot. Up to %d nodes the walk runs "
-            "on the exit fast path with interrupts off; longer lists on "
-            "the slow path, in task context, preemptible."
-            % a["irqs_off_max"], "  ")
+            "minus at N = 0, paired by boot. Up to %d operations are "
+            "applied on the exit fast path with interrupts off; longer "
+            "arrays on the slow path, in task context, in chunks of at "
+            "most %d with preemption off, preemptible between chunks."
+            % (a["irqs_off_max"], a["irqs_off_max"]), "  ")
+    out += designs_lines(a.get("designs"), unit)
     return "\n".join(line.rstrip() for line in out) + "\n"
+
+
+def designs_lines(d, unit):
+    """The walk of each design the run measured beside ops (make
+    bench-walker), and its ratio to ops's, or nothing."""
+    if not d or not d["slopes"] or len(d["flavours"]) < 2:
+        return []
+    out = [""] + wrap("The same walk in each design, from the same run, "
+                      "%s per operation per walk, and its ratio to %s's:"
+                      % (unit, d["anchor"])) + [""]
+    out += wrap("; ".join("%s: %s" % (fl, d["names"][fl])
+                          for fl in d["flavours"]) + ".", "  ")
+    out.append("")
+    ratio = {(r["bench"], r["flavour"]): r for r in d["ratios"]}
+    out.append("  %-8s %-8s %9s  %-24s %s" % ("bench", "design", "slope",
+                                             rep.CI_HEAD,
+                                             "/ " + d["anchor"]))
+    for s in d["slopes"]:
+        r = ratio.get((s["bench"], s["flavour"]))
+        out.append("  %-8s %-8s %9.3f  %-24s %s" % (
+            s["bench"], s["flavour"], s["value"], rep.ci(s["ci"]),
+            "%.2f" % r["ratio"] if r and r["ratio"] is not None else ""))
+    return out
 
 
 def main():

@@ -484,6 +484,19 @@ def test_cover_perf_known_answers(rig):
     assert "not time" in words and "unit: instructions" in words
     assert all(len(line) <= 72 for line in text.splitlines())
     check_walker_figures(text, rig["run"])
+    # The designs beside ops, each with its ratio to ops's slope: the
+    # run's rfc walks 60.0 per operation, the variant 6.0, ops 45.2.
+    assert "The same walk in each design" in words
+    rows = {m.group(1, 2): (float(m.group(3)), m.group(4)) for m in
+            re.finditer(r"^  (switch|preempt) +(ops|rfc|resident) +"
+                        r"([0-9.]+)  \[[^]]+\] *([0-9.]*)$", text, re.M)}
+    assert set(rows) == {(b, fl) for b in ("switch", "preempt")
+                         for fl in ("ops", "rfc", "resident")}, text
+    for b in ("switch", "preempt"):
+        assert abs(rows[(b, "rfc")][0] - 60.0) < 0.05
+        assert abs(float(rows[(b, "rfc")][1]) - 60.0 / 45.2) < 0.01
+        assert abs(float(rows[(b, "resident")][1]) - 6.0 / 45.2) < 0.01
+        assert rows[(b, "ops")][1] == ""
 
 
 def test_cover_perf_plain_run(tmp_path):
