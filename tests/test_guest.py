@@ -56,3 +56,39 @@ def test_ops_selftests_quick(flavours, tmp_path):
     assert "rfc_client: RFC names and layout build" in r.stdout
     assert "ok 2 rfc_client\n" in r.stdout
     assert "with_ops=0 " not in r.stdout
+
+
+def case_line(tap, name):
+    """rseq_op_test's own TAP line for case NAME, as selftests.sh keeps it
+    (one round: every line, behind '# ')."""
+    lines = [l[2:] for l in tap.splitlines()
+             if l.startswith("# ") and l.split(" # ")[0].endswith(" " + name)
+             and (l[2:].startswith("ok ") or l[2:].startswith("not ok "))]
+    assert len(lines) == 1, (name, lines)
+    return lines[0]
+
+
+@pytest.mark.rig
+def test_ops_selftest_on_debug_kernel(tmp_path):
+    """rseq_op_test on the debug build of ops (KASAN, lockdep, the memory
+    cgroup, userfaultfd): every case passes, and the two that need that
+    configuration ran instead of skipping: the array's charge to the
+    registering thread's memory cgroup, and the registration waiting in a
+    userfaultfd fault while the handler thread registers."""
+    r = subprocess.run([os.path.join(TOP, "correctness/guest-selftests.sh"),
+                        "ops", "op"], capture_output=True, text=True,
+                       timeout=1800,
+                       env=dict(os.environ, RESULTS_ROOT=str(tmp_path),
+                                KCONFIG="debug"))
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
+    out = r.stdout.strip().splitlines()[-1]
+    with open(os.path.join(out, "kernel-provenance")) as f:
+        assert "profile=debug" in f.read()
+    with open(os.path.join(out, "kernel-problems.txt")) as f:
+        assert f.read() == ""
+    for name in ("memcg.array_charged_to_the_thread_cgroup",
+                 "global.registration_waiting_on_a_fault_blocks_no_other_thread"):
+        line = case_line(r.stdout, name)
+        assert line.startswith("ok ") and "# SKIP" not in line, line
+    # The charge the case measured, as it logs it.
+    assert "memory.stat kernel:" in r.stdout
