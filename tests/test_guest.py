@@ -86,7 +86,7 @@ def test_ops_selftest_on_debug_kernel(tmp_path):
         assert "profile=debug" in f.read()
     with open(os.path.join(out, "kernel-problems.txt")) as f:
         assert f.read() == ""
-    for name in ("memcg.array_charged_to_the_thread_cgroup",
+    for name in ("global.array_charged_to_the_thread_cgroup",
                  "global.registration_waiting_on_a_fault_blocks_no_other_thread"):
         line = case_line(r.stdout, name)
         assert line.startswith("ok ") and "# SKIP" not in line, line
