@@ -170,6 +170,14 @@ ifneq ($(call goals,flamegraph),)
 ifneq ($(words $(filter perf instructions,$(MODE))) $(words $(MODE)),1 1)
 $(error flamegraph: MODE=$(MODE): want perf or instructions)
 endif
+ifneq ($(TYPE),)
+ifneq ($(MODE),instructions)
+$(error flamegraph: TYPE=$(TYPE) is for MODE=instructions (the perf flame graph runs the benchmark's own type))
+endif
+ifneq ($(words $(filter reset4 reset8 null cpu mmcid,$(TYPE))) $(words $(TYPE)),1 1)
+$(error flamegraph: TYPE=$(TYPE): want one of reset4, reset8, null, cpu, mmcid)
+endif
+endif
 endif
 
 .PHONY: help deps buildroot source config kernels kernel test-kernels image \

@@ -211,6 +211,9 @@ MAKE_REFUSALS = [
     (["flamegraph", "MODE=cycles"], ["flamegraph: MODE=cycles: want perf or instructions"]),
     (["flamegraph", "MODE=perf instructions"], ["want perf or instructions"]),
     (["flamegraph", "FLAVOUR=mine"], ["flavour 'mine' needs a series"]),
+    (["flamegraph", "MODE=instructions", "TYPE=strided"],
+     ["flamegraph: TYPE=strided: want one of reset4, reset8, null, cpu, mmcid"]),
+    (["flamegraph", "TYPE=cpu"], ["TYPE=cpu is for MODE=instructions"]),
     (["flamegraph", "VS=baseline"], ["VS='baseline': want a flavour and its N"]),
     (["flamegraph", "VS=mine 0"], ["flavour 'mine' needs a series"]),
     (["flamegraph", "VS=baseline x"], ["its N 'x' is not a number of operations"]),
@@ -273,6 +276,7 @@ VALID = [
     (["bench-kernels", "OPS=64"], ["kernels.sh baseline ops"]),
     (["flamegraph", "OPS=64"], ["trace.sh flame ops", "signal 64 baseline 0"]),
     (["flamegraph", "MODE=instructions"], ["trace.sh insn ops"]),
+    (["flamegraph", "MODE=instructions", "TYPE=cpu"], ["trace.sh insn ops"]),
     (["kernel", "FLAVOUR=mine", "SERIES={good}"], ['kernel-build.sh "mine" {good}']),
     (["kernel", "FLAVOUR=control"], ['kernel-build.sh "control"']),
     # A flavour means the same to every target: resident's default series.
