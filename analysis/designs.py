@@ -35,9 +35,9 @@ STRETCH_NS = (64, 2048)
 # The registration table's columns: these N and the largest measured.
 REGISTER_NS = (0, 1, 64, 1024)
 # What v3 costs that the benchmarks do not measure, from rseq.rst (patch
-# 5/5; rseq_op_test's memcg case checks the charge): kernel memory per
-# entry, and the array doubling (EXAMPLE_OPS operations take the next power
-# of two of entries).
+# 5/5; rseq_op_test's array_charged_to_the_thread_cgroup checks the
+# charge): kernel memory per entry, and the array doubling (EXAMPLE_OPS
+# operations take the next power of two of entries).
 ENTRY_BYTES = 40
 EXAMPLE_OPS = 1025
 

@@ -123,10 +123,13 @@ def designs_lines(d, a):
                 num(s["diff"], True), ci(s["diff_ci"], True)))
         lines += textwrap.wrap(
             "  Every design but rfc applies up to %d operations with "
-            "interrupts off and longer lists with them on: v2 and resident "
-            "with preemption off, ops in chunks of at most %d with "
+            "interrupts off and longer lists with them on: %s with "
+            "preemption off, ops in chunks of at most %d with "
             "preemption off, preemptible between chunks; rfc walks every "
             "list with interrupts off.%s" % (a["irqs_off_max"],
+                                             " and ".join(
+                                                 f for f in ("v2", "resident")
+                                                 if f in fls) or "v2",
                                              a["irqs_off_max"],
                              " Under icount both layouts execute the same "
                              "instructions." if icount else ""), WIDTH,
@@ -208,8 +211,8 @@ def designs_lines(d, a):
         "Not measured by the benchmarks, from rseq.rst: kernel memory of "
         "%d bytes per entry allocated, the array doubling (%d operations "
         "take %d entries, %d KiB), charged to the memory cgroup of the "
-        "thread that registers (rseq_op_test's memcg case checks it on the "
-        "debug kernel); a copy at fork(); nodes that user space can no "
+        "thread that registers (rseq_op_test checks it on the debug "
+        "kernel: array_charged_to_the_thread_cgroup); a copy at fork(); nodes that user space can no "
         "longer change without registering them again. The cover letter "
         "(kernel-patch/cover-letter.txt) lists every difference from the "
         "RFC and from v2." % (
