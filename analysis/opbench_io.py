@@ -259,8 +259,9 @@ def walk_durations(path):
     """The walks of a function_graph trace of rseq_ops_apply: a list of
     [nanoseconds, "irqs" | "preempt" | "preemptible"], the context being
     whether the walk ran with interrupts off (the fast path), with only
-    preemption off (the slow path of v2 and the RFC's lineage: a preempt
-    depth in the flags), or preemptible (the slow path of v3: depth 0)."""
+    preemption off (the slow path: a preempt depth in the flags), or
+    preemptible (depth 0: the first slow path of v3, which no series
+    here has any more)."""
     if not os.path.exists(path):
         raise ResultsError("%s: missing; its latency record names it" % path)
     out = []
