@@ -8,7 +8,10 @@
 #                                              run CMD inside it
 #        kernel-patch/scripts/buildroot.sh describe          one line: compiler and root key
 # Env:   CACHE_DIR, TOOLCHAIN (trixie, the default; host runs CMD directly on
-#        this machine with its own gcc, for old-against-new comparisons only)
+#        this machine with its own gcc, for old-against-new comparisons only),
+#        BUILDROOT (base, the default; cross: the base root plus Debian's
+#        cross compilers, clang, sparse and the i386 multilib, for
+#        `make check-arches` and the off-x86 guests only)
 #
 # The root is `debootstrap --variant=minbase trixie` plus only what a kernel
 # build needs (list below), cached under $CACHE_DIR/buildroot/<recipe hash>/
@@ -99,6 +102,74 @@ key=$( (echo "$SUITE"; echo "${PKGS[*]}"; declare -f make_root) | sha256sum | cu
 dir=$CACHE_DIR/buildroot/$SUITE-$key
 root=$dir/root
 
+# The cross root: a copy of the base root with these installed by apt. It
+# has its own key (the base key, this list and make_cross()), so that the
+# kernels built in the base root keep theirs. The i686 compiler builds the
+# 32-bit programs for i386 compat (gcc-multilib conflicts with every cross
+# gcc in Debian); the cross libc packages are for the static guest programs
+# of the architectures that boot.
+CROSS_PKGS=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+	gcc-riscv64-linux-gnu libc6-dev-riscv64-cross
+	gcc-powerpc-linux-gnu libc6-dev-powerpc-cross
+	gcc-powerpc64le-linux-gnu gcc-s390x-linux-gnu gcc-loongarch64-linux-gnu
+	gcc-i686-linux-gnu libc6-dev-i386-cross clang lld llvm sparse)
+
+make_cross() {
+	[ -e "$xdir/ready" ] && return 0
+	exec 8>"$CACHE_DIR/buildroot/.lock-cross"
+	if ! flock -n 8; then
+		log "another make is creating the cross build root; waiting for it"
+		flock 8
+	fi
+	if [ -e "$xdir/ready" ]; then
+		exec 8>&-
+		return 0
+	fi
+	local t0 tmp rc=0
+	t0=$(date +%s)
+	tmp=$xdir.tmp
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	log "making the cross build root (a copy of $SUITE-$key plus ${#CROSS_PKGS[@]} packages, about 1 min; log: $tmp/apt.log)"
+	cp -a "$root" "$tmp/root"
+	cp /etc/resolv.conf "$tmp/root/etc/resolv.conf"
+	echo "deb $(mirror) $SUITE main" > "$tmp/root/etc/apt/sources.list"
+	chroot "$tmp/root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+		DEBIAN_FRONTEND=noninteractive /bin/sh -c \
+		'apt-get update -q && apt-get install -y -q --no-install-recommends "$@"' \
+		_ "${CROSS_PKGS[@]}" >"$tmp/apt.log" 2>&1 || rc=$?
+	if [ $rc -ne 0 ]; then
+		tail -20 "$tmp/apt.log" >&2
+		die "installing the cross compilers in the build root failed; full log: $tmp/apt.log"
+	fi
+	rm -rf "$tmp/root/var/lib/apt/lists/"* "$tmp/root/var/cache/apt/archives/"*.deb
+	{
+		echo "suite=$SUITE"
+		echo "recipe=$xkey"
+		echo "base=$SUITE-$key"
+		echo "packages=${CROSS_PKGS[*]}"
+		echo "made_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+		chroot "$tmp/root" dpkg-query -W -f='${Package}=${Version}\n' "${CROSS_PKGS[@]}"
+	} > "$tmp/provenance"
+	rm -rf "$xdir"
+	mv "$tmp" "$xdir"
+	touch "$xdir/ready"
+	exec 8>&-
+	log "cross build root ready in $(fmt_secs $(( $(date +%s) - t0 ))): $xdir/root"
+}
+xkey=$( (echo "$key"; echo "${CROSS_PKGS[*]}"; declare -f make_cross) | sha256sum | cut -c1-16)
+xdir=$CACHE_DIR/buildroot/$SUITE-cross-$xkey
+
+# ensure_root: the root BUILDROOT names, made if needed; sets root.
+ensure_root() {
+	make_root
+	case ${BUILDROOT:-base} in
+	base) ;;
+	cross) make_cross; root=$xdir/root ;;
+	*) die "BUILDROOT='$BUILDROOT' is unknown; use base (the default) or cross" ;;
+	esac
+}
+
 # Run "$@" in the root. Mount points are made inside the root first (mkdir
 # only); everything else about it stays as debootstrap left it.
 run_in_root() {
@@ -140,7 +211,7 @@ toolchain=${TOOLCHAIN:-trixie}
 case "${1:-}" in
 path)
 	[ "$toolchain" = trixie ] || die "TOOLCHAIN=$toolchain has no build root"
-	make_root
+	ensure_root
 	echo "$root"
 	;;
 run)
@@ -154,7 +225,7 @@ run)
 	# Stages after the build (BUILDROOT_MAKE=no) use the root, never make it.
 	[ -e "$dir/ready" ] || [ "${BUILDROOT_MAKE:-yes}" != no ] ||
 		die "the build root $dir is not made, and this stage runs after the build: make buildroot (or make kernels) first"
-	make_root
+	ensure_root
 	run_in_root "$@"
 	;;
 describe)
