@@ -111,6 +111,22 @@ static unsigned int feature_size(void)
 	return sz > sizeof(struct ob_rseq) ? sizeof(struct ob_rseq) : sz;
 }
 
+/*
+ * The thread pointer, which glibc's __rseq_offset is relative to. gcc has
+ * no __builtin_thread_pointer() on 32-bit powerpc (make arch-run builds
+ * rseq_op_stress there): r2 holds it, as the rseq selftests read it.
+ */
+static void *thread_pointer(void)
+{
+#if defined(__powerpc__) && !defined(__powerpc64__)
+	register void *tp __asm__("r2");
+
+	return tp;
+#else
+	return __builtin_thread_pointer();
+#endif
+}
+
 /* Register this thread's rseq area; 0 or -errno. */
 int rseq_register_thread(enum reg_mode m, struct ob_rseq **area)
 {
@@ -118,7 +134,7 @@ int rseq_register_thread(enum reg_mode m, struct ob_rseq **area)
 	case REG_GLIBC:
 		if (!glibc_owns_rseq())
 			return -ENOENT;
-		*area = (struct ob_rseq *)((char *)__builtin_thread_pointer() +
+		*area = (struct ob_rseq *)((char *)thread_pointer() +
 					   __rseq_offset);
 		return 0;
 	case REG_LEGACY:

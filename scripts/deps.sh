@@ -12,6 +12,8 @@ PKGS=(
 	libelf-dev libssl-dev dwarves ccache
 	build-essential git iproute2 procps
 	qemu-system-x86 qemu-utils
+	# the off-x86 guests of make arch-run (powerpc book3s/32, arm64)
+	qemu-system-ppc qemu-system-arm
 	debootstrap e2fsprogs busybox-static
 	python3-numpy python3-scipy python3-matplotlib python3-pytest
 	jupyter-nbconvert python3-nbformat python3-ipykernel
