@@ -22,6 +22,14 @@
  * must still apply as registered; only a destination page that goes away
  * or read-only still kills it. Two threads registering one node at once
  * may both link it.
+ *
+ * A reset the program means to succeed is of a whole uint64_t word, 8
+ * bytes, but 4 on a 32-bit kernel, which refuses 8 (uname() tells; a
+ * 32-bit program on a 64-bit kernel resets 8). A 4-byte reset is of the
+ * word's low-order half, at word + 4 on big-endian. Where a strided
+ * node's dst_stride of 8 is no valid reset len (big-endian, a 32-bit
+ * kernel), mutate-valid keeps each node of the kind it was registered as.
+ *
  * Output: progress on stderr; one JSON summary line on stdout, e.g.
  *   {"seconds":60,"victims":812,"prctl_calls":91234,"walks_triggered":...,
  *    "violations_injected":301,"segv_expected":301,"segv_seen":301,
@@ -53,6 +61,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -101,6 +110,7 @@ static size_t page;
 static bool verbose;
 static bool resident;	/* -R: the kernel applies the nodes as registered */
 static bool must_die;	/* the victim's scenario expects SIGSEGV */
+static uint32_t word_len;	/* full_len(): set by main() before any victim */
 
 static int rseq_on(void)
 {
@@ -115,6 +125,42 @@ static int rseq_off(void)
 static unsigned int rnd(struct world *w, unsigned int n)
 {
 	return n ? (unsigned int)rand_r(&w->seed) % n : 0;
+}
+
+/*
+ * Whether the kernel is 64-bit, whatever this program is: its machine
+ * names 64 bits, or is s390x (as the kernel's rseq selftests tell).
+ */
+static bool kernel_is_64bit(void)
+{
+	struct utsname u;
+
+	if (uname(&u))
+		return sizeof(long) == 8;
+	return strstr(u.machine, "64") || !strcmp(u.machine, "s390x");
+}
+
+/*
+ * The len of a reset of a whole uint64_t word: 8, but 4 on a 32-bit
+ * kernel, which refuses 8 (a 32-bit program on a 64-bit kernel may use 8).
+ */
+static uint32_t full_len(void)
+{
+	return word_len;
+}
+
+/*
+ * The dst (or src) of a reset of @len bytes of @word: its numeric
+ * low-order half, which the checks compare. That is the word itself, but
+ * word + 4 for 4 bytes on big-endian.
+ */
+static uint64_t low_half(const uint64_t *word, uint32_t len)
+{
+	uintptr_t a = (uintptr_t)word;
+
+	if (len == 4 && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+		a += 4;
+	return a;
 }
 
 /* A victim that got it wrong says why and leaves with a telling status. */
@@ -167,20 +213,21 @@ static void walk_or_sleep(struct world *w)
 static void fill(struct world *w, int i, int type)
 {
 	struct ob_rseq_op_reset_with_stride *n = &w->nodes[i].op;
+	bool src = rnd(w, 2);
+	uint32_t len = rnd(w, 2) ? full_len() : 4;
 
 	memset(&w->nodes[i], 0, sizeof(w->nodes[i]));
 	n->node.type = type;
-	n->src = rnd(w, 2) ? (uintptr_t)&w->srcs[i % 8] : 0;
-	n->len = rnd(w, 2) ? 8 : 4;
+	n->src = src ? low_half(&w->srcs[i % 8], len) : 0;
 	if (type == OB_RSEQ_OP_RESET) {
 		struct ob_rseq_op_reset *r = (void *)n;
 
-		r->dst = (uintptr_t)&w->words[i];
-		r->len = n->len;
-		n->len = 0;	/* the reset layout has len at 40 */
+		r->dst = low_half(&w->words[i], len);
+		r->len = len;	/* at 40, where a strided node has dst_stride */
 	} else {
-		n->dst = (uintptr_t)w->slots;
+		n->dst = low_half(w->slots, len);
 		n->dst_stride = 8;
+		n->len = len;
 	}
 }
 
@@ -297,8 +344,8 @@ static void sc_limit(struct world *w)
 
 	keep(w);
 	reg_n(w, MAX_OPS);
-	extra.dst = (uintptr_t)&w->words[0];
-	extra.len = 8;
+	extra.len = full_len();
+	extra.dst = low_half(&w->words[0], extra.len);
 	r = op(w, OB_PR_RSEQ_OP_REGISTER, &extra, 0, 0);
 	if (r != -ENOSPC)
 		wrong(w, 91, "registration 2049 gave %ld, not -ENOSPC", r);
@@ -334,8 +381,8 @@ static void sc_bad_register(struct world *w)
 		long a4 = 0, a5 = 0;
 
 		memset(&n, 0, sizeof(n));
-		n.dst = (uintptr_t)&w->words[0];
-		n.len = 8;
+		n.len = full_len();
+		n.dst = low_half(&w->words[0], n.len);
 		switch (cases[c].field) {
 		case 0: n.node.reserved[rnd(w, 7)] = 1; break;
 		case 1: n.node.type = 3 + rnd(w, 250); break;
@@ -363,56 +410,100 @@ static void sc_bad_register(struct world *w)
 /* A compiler barrier: a walk can come between any two of our stores. */
 #define barrier()	__atomic_signal_fence(__ATOMIC_SEQ_CST)
 
+/* The word a src or dst points into (NULL for none): at most 4 past it. */
+static const uint64_t *word_of(uint64_t addr)
+{
+	return (const uint64_t *)(uintptr_t)(addr & ~7ULL);
+}
+
+/*
+ * Make a registered node reset @len bytes of @dst from @src (NULL: zero),
+ * at the halves low_half() gives, in an order that keeps every state
+ * between two stores valid: a 4-byte reset's addresses may be word + 4
+ * (big-endian), misaligned for 8 bytes, so len turns 4 before they move
+ * there, and turns 8 only after they left.
+ */
+static void set_reset(uint32_t *lenp, uint64_t *srcp, uint64_t *dstp,
+		      uint32_t len, const uint64_t *src, const uint64_t *dst)
+{
+	if (low_half(dst, len) != (uintptr_t)dst) {
+		*lenp = len;
+		barrier();
+	}
+	*srcp = src ? low_half(src, len) : 0;
+	barrier();
+	*dstp = low_half(dst, len);
+	barrier();
+	*lenp = len;
+	barrier();
+}
+
+/* Make a registered node strided over the slots, stride 8, by @type. */
+static void set_strided(struct world *w, struct ob_rseq_op_reset_with_stride *s,
+			uint32_t len, int type)
+{
+	set_reset(&s->len, &s->src, &s->dst, len, word_of(s->src), w->slots);
+	s->dst_stride = 8;
+	barrier();
+	s->node.type = type;
+	barrier();
+}
+
 /*
  * Valid rewrites of a registered node's fields: type, src, dst, len and
  * stride, in an order that keeps every intermediate state valid, since
  * a preemption, and so a walk, can fall between any two stores. All
- * words are 8-byte aligned; a reset's len shares its offset with a
- * strided node's dst_stride, kept at 8.
+ * words are 8-byte aligned (set_reset() tells where a 4-byte reset's
+ * addresses go). A reset's len shares its offset with a strided node's
+ * dst_stride, kept at 8, so a node changes kind only where that stride
+ * reads as a valid reset len, 8: little-endian, on a 64-bit kernel. On
+ * big-endian (where the len reads the stride's high-order half, 0) or a
+ * 32-bit kernel (which refuses len 8) each node keeps its kind.
  */
 static void sc_mutate_valid(struct world *w)
 {
+	bool morph = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && full_len() == 8;
 	int n = 1 + rnd(w, 64), rounds = 30 + rnd(w, 100);
 
 	keep(w);
 	reg_n(w, n);
-	for (int i = 0; i < n; i++) {	/* start from strided, stride 8 */
+	for (int i = 0; i < n; i++) {	/* start from strided, stride 8 (if morph) */
 		struct ob_rseq_op_reset_with_stride *s = &w->nodes[i].op;
 
-		s->len = 8;
-		barrier();
-		s->dst_stride = 8;
-		barrier();
-		s->dst = (uintptr_t)w->slots;
-		barrier();
-		s->node.type = OB_RSEQ_OP_RESET_WITH_STRIDE_CPUID;
-		barrier();
+		if (morph || s->node.type != OB_RSEQ_OP_RESET)
+			set_strided(w, s, full_len(), OB_RSEQ_OP_RESET_WITH_STRIDE_CPUID);
 	}
 	for (int r = 0; r < rounds; r++) {
 		struct ob_rseq_op_reset_with_stride *s = &w->nodes[rnd(w, n)].op;
 		struct ob_rseq_op_reset *t = (void *)s;
+		bool reset = s->node.type == OB_RSEQ_OP_RESET;
+		const uint64_t *word;
+		uint32_t len;
+		int type;
 
 		switch (rnd(w, 4)) {
 		case 0:		/* strided -> reset, or reset -> reset */
-			t->len = 8;
-			barrier();
-			s->node.type = OB_RSEQ_OP_RESET;
-			barrier();
-			t->dst = (uintptr_t)&w->words[rnd(w, MAX_OPS - SLOTS)];
-			barrier();
-			t->len = rnd(w, 2) ? 8 : 4;
+			word = &w->words[rnd(w, MAX_OPS - SLOTS)];
+			len = rnd(w, 2) ? full_len() : 4;
+			if (morph) {
+				t->len = 8;	/* the stride's low-order half */
+				barrier();
+				s->node.type = OB_RSEQ_OP_RESET;
+				barrier();
+			} else if (!reset) {
+				break;		/* keeps its kind */
+			}
+			set_reset(&t->len, &t->src, &t->dst, len, word_of(t->src), word);
 			break;
 		case 1:		/* -> strided, by CPU or by mm_cid */
-			s->len = rnd(w, 2) ? 8 : 4;
-			barrier();
-			s->dst_stride = 8;
-			barrier();
-			s->dst = (uintptr_t)w->slots;
-			barrier();
-			s->node.type = 1 + rnd(w, 2);
+			len = rnd(w, 2) ? full_len() : 4;
+			type = 1 + rnd(w, 2);
+			if (morph || !reset)
+				set_strided(w, s, len, type);
 			break;
 		case 2:
-			s->src = rnd(w, 2) ? (uintptr_t)&w->srcs[rnd(w, 8)] : 0;
+			len = reset ? t->len : s->len;
+			s->src = rnd(w, 2) ? low_half(&w->srcs[rnd(w, 8)], len) : 0;
 			break;
 		case 3:
 			break;
@@ -455,8 +546,8 @@ static void *thread_ops(void *arg)
 	}
 	for (int i = 0; i < n; i++) {
 		memset(&tn[t->id][i], 0, sizeof(tn[t->id][i]));
-		tn[t->id][i].dst = (uintptr_t)&tw[t->id][i];
-		tn[t->id][i].len = 8;
+		tn[t->id][i].len = full_len();
+		tn[t->id][i].dst = low_half(&tw[t->id][i], full_len());
 		if (prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_REGISTER,
 			  (unsigned long)&tn[t->id][i], 0, 0))
 			t->err = 2;
@@ -550,9 +641,9 @@ static void *moved_thread(void *arg)
 	m->tid = gettid();
 	memset(n, 0, sizeof(*n));
 	n->node.type = OB_RSEQ_OP_RESET_WITH_STRIDE_CPUID;
-	n->dst = (uintptr_t)m->w->slots;
+	n->len = full_len();
+	n->dst = low_half(m->w->slots, n->len);
 	n->dst_stride = 8;
-	n->len = 8;
 	if (rseq_on() || prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_REGISTER,
 			       (unsigned long)n, 0, 0)) {
 		m->ready = -1;
@@ -811,8 +902,8 @@ static int setup_resets(struct world *w, int min, int max)
 
 	for (int i = 0; i < n; i++) {
 		memset(&w->nodes[i], 0, sizeof(w->nodes[i]));
-		rnode(w, i)->dst = (uintptr_t)&w->words[i];
-		rnode(w, i)->len = 8;
+		rnode(w, i)->len = full_len();
+		rnode(w, i)->dst = low_half(&w->words[i], full_len());
 		if (op(w, OB_PR_RSEQ_OP_REGISTER, &w->nodes[i], 0, 0))
 			wrong(w, 90, "valid RESET node %d refused", i);
 		w->reg[i] = true;
@@ -938,10 +1029,10 @@ static void *rewrite(void *arg)
 		;
 	for (int r = 0; r < rounds; r++) {
 		struct ob_rseq_op_reset *t = rnode(w, rnd(w, rw->n));
+		uint32_t len = rnd(w, 2) ? full_len() : 4;
+		const uint64_t *src = rnd(w, 2) ? &w->srcs[rnd(w, 8)] : NULL;
 
-		t->len = rnd(w, 2) ? 8 : 4;
-		t->src = rnd(w, 2) ? (uintptr_t)&w->srcs[rnd(w, 8)] : 0;
-		t->dst = (uintptr_t)&w->words[rnd(w, MAX_OPS)];
+		set_reset(&t->len, &t->src, &t->dst, len, src, &w->words[rnd(w, MAX_OPS)]);
 	}
 	broken(w);
 	rnode(w, rnd(w, rw->n))->node.type = 3 + rnd(w, 253);
@@ -1141,6 +1232,7 @@ int main(int argc, char **argv)
 	/* Our own rseq areas: glibc must not register its own. */
 	reexec_without_glibc_rseq(argv, "rseq_op_stress", false);
 	page = sysconf(_SC_PAGESIZE);
+	word_len = kernel_is_64bit() ? 8 : 4;
 	if (rseq_on() || !(area->flags & OB_RSEQ_OP_AVAILABLE)) {
 		printf("{\"skip\":\"no RSEQ operations in this kernel\"}\n");
 		return 4;
