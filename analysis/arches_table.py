@@ -8,7 +8,8 @@ Usage: analysis/arches_table.py RUN_DIR            print the table
               warning line the pristine source does not have in that cell
 
 RUN_DIR/matrix.tsv has one line per build (series, prefix, cell, config,
-status, warning lines, lines not in the pristine source); RUN_DIR/logs/
+status, warning lines, lines not in the pristine source); RUN_DIR/offered.tsv
+whether each cell's kernel offers RSEQ operations; RUN_DIR/logs/
 has each build's log and its warning lines (*.log.w). A cell of the table
 is the series whole (its last prefix); a prefix that did worse than the
 whole is listed under the table, since each patch must build on its own.
@@ -58,6 +59,8 @@ def cell_text(row, new):
         return "-"
     if row["status"] == "error":
         return "ERROR"
+    if row["status"] == "nochecker":
+        return "no sparse"
     if row["status"] == "clean":
         return "clean"
     if row["series"] == "pristine":
@@ -114,7 +117,9 @@ def main(argv):
     print(f"Build matrix, {prov.get('source', '?')}, prefixes: {prov.get('prefixes', '?')}")
     print("Objects that include what the series touch (compile only, no link);")
     print("'+k warn': k warning lines the pristine source does not have in that")
-    print("cell; 'clean*': warnings, all of them the pristine source's too.")
+    print("cell; 'clean*': warnings, all of them the pristine source's too;")
+    print("'no sparse': kbuild refused the sparse installed (too old for this")
+    print("tree), so nothing was checked.")
     print()
     width = max(len(f"{c} {g}") for c, g in cells)
     head = f"{'cell':<{width}}" + "".join(f"  {s:>10}" for s in series)
@@ -126,6 +131,19 @@ def main(argv):
             new = new_lines(run, r, pristine) if r and s != "pristine" else []
             line += f"  {cell_text(r, new):>10}"
         print(line)
+
+    offered = os.path.join(run, "offered.tsv")
+    if os.path.exists(offered):
+        with open(offered) as f:
+            cells_rseq = [ln.split() for ln in f if ln.strip()]
+        yes = [c for c, g, o in cells_rseq if g == "rseq" and o == "yes"]
+        no = [c for c, g, o in cells_rseq if g == "rseq" and o != "yes"]
+        print()
+        print("RSEQ operations offered (CONFIG_RSEQ and GENERIC_IRQ_ENTRY: rseq's")
+        print("optimized mode; where not, RSEQ_CS_FLAG_RSEQ_OP_AVAILABLE is clear and")
+        print("rseq_op_test skips):")
+        print("  yes: " + (" ".join(yes) or "none"))
+        print("  no:  " + (" ".join(no) or "none"))
 
     worse = []
     for r in rows:

@@ -70,6 +70,13 @@ def test_table_marks_what_the_series_add(run):
     assert "old one" not in r.stdout.split("v2: lines")[1]
 
 
+def test_table_says_where_operations_are_offered(run):
+    with open(os.path.join(run, "offered.tsv"), "w") as f:
+        f.write("arm64\trseq\tyes\narm64\tnorseq\tno\nppc32\trseq\tno\n")
+    out = table(run).stdout
+    assert "  yes: arm64\n" in out and "  no:  ppc32\n" in out, out
+
+
 def test_check_fails_on_a_prefix_error_and_on_new_lines(run, tmp_path):
     r = table("--check", "ops", run)
     assert r.returncode == 1
@@ -106,3 +113,16 @@ def test_arch_init_builds_warning_free(tmp_path):
                         str(tmp_path / "init"), os.path.join(TOP, "vm-images", "arch-init.c")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_a_checker_kbuild_refused_is_not_clean(tmp_path):
+    """Debian's sparse is older than the tree wants: the cell checked
+    nothing, and the table must not call it clean."""
+    run = write_run(tmp_path, [
+        ("pristine", 0, "x86_64-sparse", "rseq", "nochecker", []),
+        ("ops", 5, "x86_64-sparse", "rseq", "nochecker", []),
+    ])
+    row = next(ln for ln in table(run).stdout.splitlines()
+               if ln.startswith("x86_64-sparse rseq"))
+    assert row.split()[2:] == ["no", "sparse", "no", "sparse"], row
+    assert table("--check", "ops", run).returncode == 0

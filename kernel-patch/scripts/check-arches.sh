@@ -24,7 +24,8 @@
 # recompiles only what the fix changed.
 #
 # Writes RESULTS_DIR/<date>-arches/: matrix.tsv (one line per build),
-# table.txt (the table printed at the end), logs/. Exit status 1 when a
+# offered.tsv (whether each cell's kernel offers RSEQ operations: RSEQ=y
+# and GENERIC_IRQ_ENTRY), table.txt (the table printed at the end), logs/. Exit status 1 when a
 # series' whole (its last prefix) has an error or a warning that the
 # pristine source does not have in the same cell.
 set -euo pipefail
@@ -193,6 +194,17 @@ configure() {
 	echo "$want" > "$o/.recipe"
 }
 
+# offered CELL CFG: whether the cell's kernel offers RSEQ operations. They
+# need rseq's optimized mode: CONFIG_RSEQ and CONFIG_GENERIC_IRQ_ENTRY.
+offered() {
+	local o=$base/$1-$2/.config
+	if grep -q '^CONFIG_RSEQ=y' "$o" && grep -q '^CONFIG_GENERIC_IRQ_ENTRY=y' "$o"; then
+		echo yes
+	else
+		echo no
+	fi
+}
+
 # objects CELL CFG: the cell's objects that its config builds.
 objects() {
 	local o=$base/$1-$2/.config obj
@@ -210,7 +222,7 @@ objects() {
 declare -A base_warn=()
 # build LABEL PREFIX PATCH: every cell at the checked-out revision.
 build() {
-	local label=$1 prefix=$2 patch=$3 cell cfg cfgs o lg status t0 nw new objs
+	local label=$1 prefix=$2 patch=$3 cell cfg cfgs o lg status t0 nw new objs obj
 	for cell in "${cells[@]}"; do
 		cfgs="rseq norseq"
 		[[ "$cell" == x86_64-* ]] && cfgs=rseq
@@ -224,6 +236,9 @@ build() {
 				echo "error: check-arches: the configuration could not be made" >>"$lg"
 			else
 				mapfile -t objs < <(objects "$cell" "$cfg")
+				# Compiled every time, so that every build's log has
+				# every object's warnings (ccache replays them on a hit).
+				for obj in "${objs[@]}"; do rm -f "$o/$obj"; done
 				if kmake "$cell" "$cfg" -j"$(nproc)" "${objs[@]}" >>"$lg" 2>&1; then
 					status=clean
 				else
@@ -235,6 +250,8 @@ build() {
 			grep -E '(warning|error):' "$lg" | sed "s|$wt/||g; s|$o/||g" | sort -u > "$lg.w" || true
 			nw=$(wc -l < "$lg.w")
 			if [ "$label" = pristine ]; then
+				[ "$status" = error ] ||
+					printf '%s\t%s\t%s\n' "$cell" "$cfg" "$(offered "$cell" "$cfg")" >> "$run/offered.tsv"
 				base_warn[$cell-$cfg]=$lg.w
 				new=0
 			else
@@ -242,6 +259,12 @@ build() {
 					<(sed 's/:[0-9]*:[0-9]*:/:/' "$lg.w" | sort -u) | wc -l)
 			fi
 			[ "$status" = clean ] && [ "$nw" -gt 0 ] && status=warnings
+			# A checker kbuild refuses (Debian's sparse 0.6.4 lacks
+			# __typeof_unqual__, which scripts/checker-valid.sh asks
+			# for) checks nothing: the cell did not run, say so.
+			if grep -q 'specified, but sparse is not available or not up to date' "$lg"; then
+				status=nochecker
+			fi
 			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$prefix" "$patch" "$cell" "$cfg" \
 				"$status" "$nw" "$new" $(( $(date +%s) - t0 )) >> "$run/matrix.tsv"
 			log "$label $prefix/$npatches $cell $cfg: $status ($nw warning lines, $new not in the pristine source) in $(fmt_secs $(( $(date +%s) - t0 )))"
