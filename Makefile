@@ -26,6 +26,9 @@ RFC_SERIES ?= ../shared/seeds
 V2_SERIES  ?= kernel-patch/v2
 RESIDENT_SERIES ?= kernel-patch/resident
 ROUNDS     ?= 50
+ARCH_ROUNDS ?= 10
+ARCH_STRESS ?= 60
+COMPAT_ROUNDS ?= 1
 AGAINST    ?= rfc
 DURATION   ?= 600
 STRESS_KCONFIG ?= debug
@@ -33,6 +36,11 @@ RUNS       ?= 5
 TRACE_FLAVOUR ?= ops
 OPS        ?= 2048
 VS         ?= baseline 0
+# arch-run: the guest architecture (ppc32: powerpc book3s/32 with KUAP;
+# arm64); arch-run and compat-run boot the flavours of FLAVOURS when it is
+# given, and else these (v2 to show what v3 fixes, ops to show it fixed)
+GUEST_ARCH ?= ppc32
+OFFX86_FLAVOURS = $(if $(filter command line,$(origin FLAVOURS)),$(FLAVOURS),v2 ops)
 # flamegraph: perf's cpu-clock samples (MODE=perf) or every instruction,
 # counted by the QEMU plugin tracing/insnprof (MODE=instructions)
 MODE       ?= perf
@@ -166,6 +174,18 @@ $(call check,$(check_env) FLAVOUR=$(call sq,$(FLAVOUR)) SCENARIO=$(call sq,$(SCE
 	STRESS_SEMANTICS=$(call sq,$(STRESS_SEMANTICS)) STRESS_KCONFIG=$(call sq,$(STRESS_KCONFIG)) \
 	correctness/stress.sh --check $(call sq,$(DURATION)))
 endif
+ifneq ($(call goals,check-arches),)
+$(call check,CELLS=$(call sq,$(CELLS)) PREFIXES=$(call sq,$(PREFIXES)) kernel-patch/scripts/check-arches.sh \
+	--check rfc=$(call sq,$(RFC_SERIES)) v2=$(call sq,$(V2_SERIES)) ops=kernel-patch/series)
+endif
+ifneq ($(call goals,arch-run),)
+$(foreach f,$(OFFX86_FLAVOURS),$(call check,$(check_env) ROUNDS=$(call sq,$(ARCH_ROUNDS)) \
+	STRESS=$(call sq,$(ARCH_STRESS)) correctness/arch-run.sh --check $(call sq,$(GUEST_ARCH)) $(call sq,$(f))))
+endif
+ifneq ($(call goals,compat-run),)
+$(foreach f,$(OFFX86_FLAVOURS),$(call check,$(check_env) ROUNDS=$(call sq,$(COMPAT_ROUNDS)) \
+	correctness/compat-run.sh --check $(call sq,$(f))))
+endif
 ifneq ($(call goals,flamegraph),)
 ifneq ($(words $(filter perf instructions,$(MODE))) $(words $(MODE)),1 1)
 $(error flamegraph: MODE=$(MODE): want perf or instructions)
@@ -184,6 +204,7 @@ endif
 	vm-check boot-time test test-host selftests selftests-op differential \
 	check-series plan-check bench bench-kernels bench-walker report flamegraph trace \
 	test-resident plugin-header host-check kit deb latency merge \
+	check-arches arch-run compat-run \
 	trace-validate trace-overhead stress clean-cache cover-perf cover-letter
 
 help:
@@ -220,8 +241,9 @@ help:
 	@echo '                 kernel-patch/cover-letter.txt and RESULTS'
 	@echo '  test           all tests: host tests (network cut), kernels, image, plugin'
 	@echo '                 header, guest boots'
-	@echo '  test-kernels   what make test boots: baseline and ops, and on the debug'
-	@echo '                 configuration ops and the negative control'
+	@echo '  test-kernels   what make test boots: baseline and ops, on the debug'
+	@echo '                 configuration ops and the negative control, and ops for'
+	@echo '                 powerpc book3s/32 (make arch-run'"'"'s kernel)'
 	@echo '  test-host      host-only tests (no kernel build, no boot; network cut)'
 	@echo '  deps           install missing Debian packages (root)'
 	@echo '  buildroot      make the Debian trixie build root (gcc 14) that kernels and'
@@ -237,6 +259,16 @@ help:
 	@echo '  boot-time      boot FLAVOUR (default ops) RUNS times; median boot time'
 	@echo '  check-series   checkpatch --strict and a warning-free build of each patch'
 	@echo '                 of kernel-patch/series, v3 (SERIES=kernel-patch/v2: series v2)'
+	@echo '  check-arches   the series (RFC, v2, v3) built for arm64, riscv64, powerpc'
+	@echo '                 book3s/32 with KUAP, ppc64le, s390x, i386, loongarch64 and'
+	@echo '                 x86_64 (and there W=1, sparse, clang, allnoconfig, randconfig),'
+	@echo '                 each prefix of v3, RSEQ=y and =n; a table (long: about 1 h'
+	@echo '                 cold, minutes on a rerun; PREFIXES=tip|last|all, CELLS=...)'
+	@echo '  arch-run       boot FLAVOURS (default: v2 ops) on GUEST_ARCH (ppc32, the'
+	@echo '                 default, or arm64) under QEMU TCG: segments, rseq_op_test'
+	@echo '                 ARCH_ROUNDS times, ARCH_STRESS seconds of stress'
+	@echo '  compat-run     rseq_op_test built for i386 on the debug kernels of FLAVOURS'
+	@echo '                 (default: v2 ops), as a 32-bit task (COMPAT_ROUNDS times)'
 	@echo '  stress         adversarial use of RSEQ operations on FLAVOUR (default ops),'
 	@echo '                 STRESS_KCONFIG kernel, DURATION seconds'
 	@echo '  selftests      every rseq selftest on ops in the guest (long: run_param_test)'
@@ -296,6 +328,8 @@ help:
 	@echo '  STRESS_KCONFIG=$(STRESS_KCONFIG) DURATION=$(DURATION) PARALLEL SEED SCENARIO  make stress'
 	@echo '        (SCENARIO: only that one, as rseq_op_stress --list names it)'
 	@echo '  ROUNDS=$(ROUNDS)  make selftests-op;  RUNS=$(RUNS)  make boot-time'
+	@echo '  GUEST_ARCH=$(GUEST_ARCH) ARCH_ROUNDS=$(ARCH_ROUNDS) ARCH_STRESS=$(ARCH_STRESS)'
+	@echo '        make arch-run;  COMPAT_ROUNDS=$(COMPAT_ROUNDS)  make compat-run'
 	@echo '  RESULTS=$(RESULTS) FORCE=$(FORCE)  make report'
 	@echo '  RESULTS_ROOT  where runs land (default results/)'
 	@echo '  BOOT_TIMEOUT TRACE_TIMEOUT  seconds before a benchmark or tracing guest'
@@ -329,10 +363,12 @@ kernel: source
 
 # What make test boots beyond FLAVOURS: the debug kernel of ops, and the
 # negative control (ops plus a planted bug; ccache makes it a rebuild of
-# one object), on which the stress run and the correctness gate must fail.
+# one object), on which the stress run and the correctness gate must fail;
+# and ops for powerpc book3s/32 with KUAP (tests/test_offx86.py).
 test-kernels: source
 	$(Q)kernel-patch/scripts/kernels.sh $(TEST_FLAVOURS)
 	$(Q)KCONFIG=debug kernel-patch/scripts/kernels.sh ops control
+	$(Q)kernel-patch/scripts/arch-kernel.sh ppc32 ops >/dev/null
 
 image: deps
 	$(Q)vm-images/build-rootfs.sh >/dev/null
@@ -379,6 +415,22 @@ selftests-op: source image
 test-resident: source image
 	$(Q)$(MAKE) --no-print-directory selftests-op FLAVOUR=resident
 	$(Q)$(MAKE) --no-print-directory stress FLAVOUR=resident
+
+# Off x86: the build matrix, the other architectures' guests, i386 compat.
+# None is part of make test (check-arches is an hour cold).
+check-arches: deps source
+	$(Q)kernel-patch/scripts/check-arches.sh rfc=$(RFC_SERIES) v2=$(V2_SERIES) ops=kernel-patch/series
+
+arch-run: deps source
+	$(Q)rc=0; for f in $(OFFX86_FLAVOURS); do \
+		ROUNDS=$(ARCH_ROUNDS) STRESS=$(ARCH_STRESS) correctness/arch-run.sh $(GUEST_ARCH) $$f >/dev/null || rc=1; \
+	done; exit $$rc
+
+compat-run: source image
+	$(Q)KCONFIG=debug kernel-patch/scripts/kernels.sh $(OFFX86_FLAVOURS)
+	$(Q)rc=0; for f in $(OFFX86_FLAVOURS); do \
+		ROUNDS=$(COMPAT_ROUNDS) correctness/compat-run.sh $$f >/dev/null || rc=1; \
+	done; exit $$rc
 
 differential: source image
 	$(Q)kernel-patch/scripts/kernels.sh ops $(AGAINST)

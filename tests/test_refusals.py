@@ -226,6 +226,20 @@ MAKE_REFUSALS = [
     (["deb"], ["deb: name one: make deb FLAVOUR="]),
     (["deb", "FLAVOUR=mine"], ["flavour 'mine' needs a series"]),
     (["latency", "LATENCY=ops mine"], ["flavour 'mine' needs a series"]),
+    # off x86
+    (["check-arches", "CELLS=x86_64 mips", "RFC_SERIES={good}"],
+     ["CELLS: 'mips' is not a cell; use some of: x86_64 i386 arm64"]),
+    (["check-arches", "PREFIXES=some", "RFC_SERIES={good}"], ["PREFIXES='some': want last"]),
+    (["check-arches", "RFC_SERIES=/nonexistent"],
+     ["series 'rfc': '/nonexistent' does not exist"]),
+    (["check-arches", "V2_SERIES={tmp}/results", "RFC_SERIES={good}"], ["series 'v2': no patches in '{tmp}/results'"]),
+    (["arch-run", "GUEST_ARCH=mips"],
+     ["GUEST_ARCH='mips' has no guest here; use ppc32 or arm64", "make compat-run"]),
+    (["arch-run", "FLAVOURS=ops mine"], ["flavour 'mine' needs a series"]),
+    (["arch-run", "ARCH_ROUNDS=ten"], ["ROUNDS='ten' (make: ARCH_ROUNDS) is not a whole number"]),
+    (["arch-run", "ARCH_STRESS=1m"], ["STRESS='1m' (make: ARCH_STRESS) is not a whole number"]),
+    (["compat-run", "COMPAT_ROUNDS=0"], ["ROUNDS='0' (make: COMPAT_ROUNDS): want a whole number"]),
+    (["compat-run", "FLAVOURS=mine"], ["flavour 'mine' needs a series"]),
 ]
 
 
@@ -295,6 +309,13 @@ VALID = [
     (["test-resident", "DURATION=30"], ["FLAVOUR=resident", "correctness/stress.sh 30"]),
     (["stress", "STRESS_KCONFIG=default"], ["STRESS_KCONFIG=default correctness/stress.sh"]),
     (["bench-walker", "RFC_SERIES={good}"], ["PLAN=walker", "bench-run.sh"]),
+    (["check-arches", "RFC_SERIES={good}", "CELLS=ppc32 i386", "PREFIXES=tip"],
+     ["check-arches.sh rfc={good} v2=kernel-patch/v2 ops=kernel-patch/series"]),
+    (["arch-run"], ["correctness/arch-run.sh ppc32 $f", "for f in v2 ops"]),
+    (["arch-run", "GUEST_ARCH=arm64", "FLAVOURS=ops", "ARCH_ROUNDS=3"],
+     ["ROUNDS=3", "correctness/arch-run.sh arm64 $f", "for f in ops"]),
+    (["compat-run"], ["KCONFIG=debug kernel-patch/scripts/kernels.sh v2 ops",
+                      "correctness/compat-run.sh $f"]),
 ]
 
 

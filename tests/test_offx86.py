@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Off x86, in make test (rig tests): ops on powerpc book3s/32 with KUAP,
+where a user access region opens one 256 MiB segment, and rseq_op_test as
+a 32-bit task on the 64-bit debug kernel. make test-kernels builds both
+kernels; these tests only boot them."""
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import TOP
+
+
+def tap_lines(path):
+    with open(path) as f:
+        return [ln.rstrip("\n") for ln in f]
+
+
+@pytest.mark.rig
+def test_ppc32_destinations_in_seven_segments(tmp_path):
+    """segments on ops, powerpc book3s/32 with KUAP under qemu-system-ppc:
+    every destination, one in each of seven 256 MiB segments, is reset
+    after each of 200 switches. v3 opens a user access region per access
+    there (2/5); one region for the walk faults on the second segment."""
+    r = subprocess.run([os.path.join(TOP, "correctness/arch-run.sh"), "ppc32", "ops"],
+                       capture_output=True, text=True, timeout=900,
+                       env=dict(os.environ, RESULTS_ROOT=str(tmp_path), ROUNDS="0",
+                                STRESS="0", TIMEOUT="600"))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    out = r.stdout.strip().splitlines()[-1]
+    tap = tap_lines(os.path.join(out, "tap.txt"))
+    assert "ok 1 segments" in " ".join(tap), tap
+    seg = [ln for ln in tap if ln.startswith("# segments: 7 destinations")]
+    assert seg, tap
+    # Seven distinct segments, the rseq area's among them or not.
+    segs = re.findall(r"0x[0-9a-f]+", seg[0].split(";")[0])
+    assert len(set(segs)) == 7, seg
+    assert "# segments: 200 rounds, every one of 7 destinations reset" in "\n".join(tap)
+    with open(os.path.join(out, "provenance")) as f:
+        prov = f.read()
+    assert "arch=ppc32" in prov and "kernel_problems=0" in prov, prov
+    with open(os.path.join(prov.split("kernel=")[1].split("\n")[0], "config")) as f:
+        config = f.read()
+    assert "CONFIG_PPC_BOOK3S_32=y" in config and "CONFIG_PPC_KUAP=y" in config
+    assert "CONFIG_ARCH_RSEQ_OP_USER_ACCESS_PER_ADDRESS=y" in config
+
+
+@pytest.mark.rig
+def test_rseq_op_test_as_an_i386_task_on_debug_ops(tmp_path):
+    """rseq_op_test built by Debian's i686 compiler, run as a 32-bit task
+    on the debug kernel of ops (CONFIG_IA32_EMULATION): every case passes
+    or skips, and the binary is a 32-bit ELF."""
+    r = subprocess.run([os.path.join(TOP, "correctness/compat-run.sh"), "ops"],
+                       capture_output=True, text=True, timeout=1500,
+                       env=dict(os.environ, RESULTS_ROOT=str(tmp_path)))
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
+    assert "(ELF class 01: 32-bit)" in r.stdout and "programs: 01 " in r.stdout, r.stdout[:500]
+    assert "x86_64" in r.stdout.split("\n")[1]
+    assert "not ok" not in r.stdout
+    assert re.search(r"# # Totals: pass:\d+ fail:0 ", r.stdout), r.stdout[-2000:]
+    assert "ok 1 segments.i386" in r.stdout and "ok 2 rseq_op_test.i386.1" in r.stdout
+    out = r.stdout.strip().splitlines()[-1]
+    with open(os.path.join(out, "kernel-problems.txt")) as f:
+        assert f.read() == ""
