@@ -11,9 +11,12 @@
 #            arm64   qemu-system-aarch64 -M virt, two CPUs: the same
 # Env:   ROUNDS (rseq_op_test runs; default 10), STRESS (seconds of
 #        rseq_op_stress; default 60, 0 for none), TIMEOUT (seconds for the
-#        whole guest; default 3600), ICOUNT (yes, the default: -icount
-#        shift=0,sleep=off, a guest clock that counts instructions and
-#        skips idle time; no: plain TCG), OPTEST_FLAVOUR (run that
+#        whole guest; default 3600), ICOUNT (yes: -icount shift=0,sleep=off,
+#        a guest clock that counts instructions and skips idle time, the
+#        default on ppc32; no: plain multi-threaded TCG, the default on
+#        arm64, whose two vCPUs icount would run in turn, so that a spin
+#        on another CPU's store lasts a whole time slice and
+#        rseq_op_test's racing-registration case times out), OPTEST_FLAVOUR (run that
 #        flavour's rseq_op_test, e.g. ops' on v2), RESULTS_ROOT, CACHE_DIR
 #
 # The kernel comes from kernel-patch/scripts/arch-kernel.sh (built if
@@ -41,20 +44,22 @@ flavour=${2:?usage: arch-run.sh [--check] ARCH FLAVOUR}
 rounds=${ROUNDS:-10}
 stress=${STRESS:-60}
 timeout=${TIMEOUT:-3600}
-icount=${ICOUNT:-yes}
+icount=${ICOUNT:-}
 [[ "$rounds" =~ ^[0-9]+$ ]] || die "ROUNDS='$rounds' (make: ARCH_ROUNDS) is not a whole number of rseq_op_test runs"
 [[ "$stress" =~ ^[0-9]+$ ]] || die "STRESS='$stress' (make: ARCH_STRESS) is not a whole number of seconds"
 [[ "$timeout" =~ ^[0-9]+$ ]] || die "TIMEOUT='$timeout' is not a whole number of seconds"
 [ "$timeout" -ge 60 ] || die "TIMEOUT=$timeout: give the guest at least 60 s"
-case $icount in yes | no) ;; *) die "ICOUNT='$icount': want yes or no" ;; esac
+case $icount in '' | yes | no) ;; *) die "ICOUNT='$icount': want yes or no" ;; esac
 case $arch in
 ppc32)
 	cross=powerpc-linux-gnu- console=ttyPZ0
 	qemu=(qemu-system-ppc -M mac99 -m 512)
+	icount=${icount:-yes}
 	;;
 arm64)
 	cross=aarch64-linux-gnu- console=ttyAMA0
 	qemu=(qemu-system-aarch64 -M virt -cpu cortex-a72 -smp 2 -m 1024)
+	icount=${icount:-no}
 	;;
 *) die "GUEST_ARCH='$arch' has no guest here; use ppc32 or arm64 (i386 compat: make compat-run)" ;;
 esac
@@ -118,7 +123,7 @@ cp "$ird/run.list" "$out/run.list"
 rm -rf "$ird"
 
 acc=(-accel tcg)
-[ "$icount" = no ] || acc+=(-icount shift=0,sleep=off)
+[ "$icount" = no ] && acc=(-accel tcg,thread=multi) || acc+=(-icount shift=0,sleep=off)
 cmd=("${qemu[@]}" "${acc[@]}" -display none -monitor none -no-reboot
 	-serial "file:$out/console.log" -kernel "$image" -initrd "$out/initramfs.cpio"
 	-append "console=$console panic=-1 loglevel=5")
@@ -131,7 +136,7 @@ series_hash=$(sed -n 's/^series_hash=//p' "$kdir/provenance")
 config_hash=$(sed -n 's/^config_hash=//p' "$kdir/provenance")
 rseq_op_test=$tree/tools/testing/selftests/rseq/rseq_op_test.c
 qemu=$("${qemu[0]}" --version | head -1)
-accel=tcg$([ "$icount" = no ] || echo " icount shift=0,sleep=off")
+accel=$([ "$icount" = no ] && echo "tcg multi-threaded" || echo "tcg icount shift=0,sleep=off")
 command=${cmd[*]}
 rounds=$rounds
 stress_seconds=$stress
