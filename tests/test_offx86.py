@@ -30,7 +30,7 @@ def test_ppc32_destinations_in_seven_segments(tmp_path):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     out = r.stdout.strip().splitlines()[-1]
     tap = tap_lines(os.path.join(out, "tap.txt"))
-    assert "ok 1 segments" in " ".join(tap), tap
+    assert any(ln.startswith("ok 1 segments #") and "SKIP" not in ln for ln in tap), tap
     seg = [ln for ln in tap if ln.startswith("# segments: 7 destinations")]
     assert seg, tap
     # Seven distinct segments, the rseq area's among them or not.
@@ -58,8 +58,12 @@ def test_rseq_op_test_as_an_i386_task_on_debug_ops(tmp_path):
     assert "(ELF class 01: 32-bit)" in r.stdout and "programs: 01 " in r.stdout, r.stdout[:500]
     assert "x86_64" in r.stdout.split("\n")[1]
     assert "not ok" not in r.stdout
-    assert re.search(r"# # Totals: pass:\d+ fail:0 ", r.stdout), r.stdout[-2000:]
-    assert "ok 1 segments.i386" in r.stdout and "ok 2 rseq_op_test.i386.1" in r.stdout
+    # Every case ran: nothing skips for want of operations (only the case
+    # rseq debug mode makes moot may skip).
+    passes = [int(n) for n in re.findall(r"# # Totals: pass:(\d+) fail:0 ", r.stdout)]
+    assert passes and min(passes) >= 60, r.stdout[-2000:]
+    assert "\nok 1 segments.i386\n" in r.stdout, r.stdout[:1500]
+    assert "\nok 2 rseq_op_test.i386.1\n" in r.stdout
     out = r.stdout.strip().splitlines()[-1]
     with open(os.path.join(out, "kernel-problems.txt")) as f:
         assert f.read() == ""

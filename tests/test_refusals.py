@@ -311,10 +311,11 @@ VALID = [
     (["bench-walker", "RFC_SERIES={good}"], ["PLAN=walker", "bench-run.sh"]),
     (["check-arches", "RFC_SERIES={good}", "CELLS=ppc32 i386", "PREFIXES=tip"],
      ["check-arches.sh rfc={good} v2=kernel-patch/v2 ops=kernel-patch/series"]),
-    (["arch-run"], ["correctness/arch-run.sh ppc32 $f", "for f in v2 ops"]),
+    (["arch-run"], ["correctness/arch-run.sh ppc32 $f", "for f in ops;"]),
+    (["arch-run", "FLAVOURS=v2 ops"], ["for f in v2 ops;"]),
     (["arch-run", "GUEST_ARCH=arm64", "FLAVOURS=ops", "ARCH_ROUNDS=3"],
      ["ROUNDS=3", "correctness/arch-run.sh arm64 $f", "for f in ops"]),
-    (["compat-run"], ["KCONFIG=debug kernel-patch/scripts/kernels.sh v2 ops",
+    (["compat-run"], ["KCONFIG=debug kernel-patch/scripts/kernels.sh ops",
                       "correctness/compat-run.sh $f"]),
 ]
 

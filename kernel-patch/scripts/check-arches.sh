@@ -25,9 +25,11 @@
 #
 # Writes RESULTS_DIR/<date>-arches/: matrix.tsv (one line per build),
 # offered.tsv (whether each cell's kernel offers RSEQ operations: RSEQ=y
-# and GENERIC_IRQ_ENTRY), table.txt (the table printed at the end), logs/. Exit status 1 when a
-# series' whole (its last prefix) has an error or a warning that the
-# pristine source does not have in the same cell.
+# and GENERIC_IRQ_ENTRY), table.txt (the table printed at the end), logs/.
+# Exit status 1 when any build of the last series named (each of its
+# prefixes is built) has an error or a warning that the pristine source
+# does not have in the same cell. A cell whose checker kbuild refused
+# (sparse) is shown as such, and fails nothing: it checked nothing.
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/common.sh"
 export BUILDROOT=cross
@@ -153,7 +155,7 @@ kmake() {
 configure() {
 	local cell=$1 cfg=$2 o=$base/$1-$2 recipe want
 	recipe=${c_recipe[$cell]}
-	want="$recipe ${c_extra[$cell]} $cfg"
+	want="$recipe ${c_extra[$cell]} $cfg $(declare -f configure | sha256sum | cut -c1-16)"
 	[ "$recipe" != project ] || want+=" $(hash_files "$merged")"
 	[ -f "$o/.config" ] && [ "$(cat "$o/.recipe" 2>/dev/null)" = "$want" ] && return 0
 	mkdir -p "$o"
@@ -179,12 +181,16 @@ configure() {
 		;;
 	esac
 	if [ "$cfg" = norseq ]; then
-		in_buildroot "$wt/scripts/config" --file "$o/.config" -e EXPERT -d RSEQ
+		in_buildroot "$wt/scripts/config" --file "$o/.config" -e EXPERT -d RSEQ || return 1
 		kmake "$cell" "$cfg" -s olddefconfig >>"$lg" 2>&1 || return 1
+		if grep -q '^CONFIG_RSEQ=y' "$o/.config"; then
+			echo "check-arches: CONFIG_RSEQ is still set in the norseq configuration" >>"$lg"
+			return 1
+		fi
 	fi
 	# book3s/32 with KUAP is the configuration the series' region choice is for.
 	if [ "$cell" = ppc32 ]; then
-		in_buildroot "$wt/scripts/config" --file "$o/.config" -e PPC_KUAP
+		in_buildroot "$wt/scripts/config" --file "$o/.config" -e PPC_KUAP || return 1
 		kmake "$cell" "$cfg" -s olddefconfig >>"$lg" 2>&1 || return 1
 		grep -q '^CONFIG_PPC_BOOK3S_32=y' "$o/.config" && grep -q '^CONFIG_PPC_KUAP=y' "$o/.config" || {
 			echo "check-arches: pmac32_defconfig did not give book3s/32 with KUAP" >>"$lg"
@@ -262,7 +268,8 @@ build() {
 			# A checker kbuild refuses (Debian's sparse 0.6.4 lacks
 			# __typeof_unqual__, which scripts/checker-valid.sh asks
 			# for) checks nothing: the cell did not run, say so.
-			if grep -q 'specified, but sparse is not available or not up to date' "$lg"; then
+			if [ "$status" != error ] &&
+				grep -q 'specified, but sparse is not available or not up to date' "$lg"; then
 				status=nochecker
 			fi
 			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$prefix" "$patch" "$cell" "$cfg" \
