@@ -14,19 +14,19 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <linux/prctl.h>
 #include <linux/rseq.h>
+
+#include "sched_out.h"
 
 #define SIG		0x53053053
 
@@ -53,23 +53,6 @@ static int fail(const char *what)
 {
 	fprintf(stderr, "rfc_client: %s\n", what);
 	return 1;
-}
-
-static long switches(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_THREAD, &ru);
-	return ru.ru_nvcsw + ru.ru_nivcsw;
-}
-
-static void sched_out(void)
-{
-	long before = switches();
-
-	do {
-		poll(NULL, 0, 1);
-	} while (switches() == before);
 }
 
 int main(void)

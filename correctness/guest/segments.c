@@ -25,7 +25,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,12 +32,13 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <linux/prctl.h>
 #include <linux/rseq.h>
+
+#include "sched_out.h"
 
 #define SIG		0x53053053
 #define MAX_SEGS	14
@@ -46,23 +46,6 @@
 static __thread struct rseq area __attribute__((aligned(64)));
 static struct rseq_op_reset ops[MAX_SEGS + 1];
 static unsigned long bss_word;
-
-static long switches(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_THREAD, &ru);
-	return ru.ru_nvcsw + ru.ru_nivcsw;
-}
-
-static void sched_out(void)
-{
-	long before = switches();
-
-	do {
-		poll(NULL, 0, 1);
-	} while (switches() == before);
-}
 
 int main(int argc, char **argv)
 {
