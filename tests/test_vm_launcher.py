@@ -567,8 +567,8 @@ def test_guest_run_dry_run_resolves_from_manifest(tmp_path):
     env = dict(os.environ, MANIFEST=m)
     out = tmp_path / "boot"
     r = guest_run(tmp_path, "--flavour", "control", "--kconfig", "debug",
-                  "--out", str(out), "--accel", "icount", "--append", "no5lvl",
-                  "--dry-run", "--", "./guest-stress.sh", env=env)
+                  "--out", str(out), "--accel", "icount", "--append",
+                  "nokaslr", "--dry-run", "--", "./guest-stress.sh", env=env)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     kernel = str(tmp_path / "trixie_debug_control" / "bzImage")
@@ -577,9 +577,33 @@ def test_guest_run_dry_run_resolves_from_manifest(tmp_path):
     assert lines[3] == "guest:   ./guest-stress.sh"
     qemu = lines[4]
     assert qemu.startswith("qemu-system-x86_64 ") and "-icount" in qemu
-    assert "-kernel " + kernel in qemu and "no5lvl" in qemu
+    assert "-kernel " + kernel in qemu and "nokaslr" in qemu
+    assert "no5lvl" not in qemu     # no CONFIG_KASAN=y in its config
     assert "path=%s," % out in qemu
     assert not out.exists()         # a dry run writes nothing
+
+
+def test_guest_run_boots_kasan_kernels_with_four_level_paging(tmp_path):
+    """A KASAN kernel boots with no5lvl (its boot-time false report under
+    LA57, see guest_run.KASAN_ARGS), before the caller's own arguments; a
+    kernel without KASAN boots without it."""
+    m = fake_manifest(tmp_path, ["trixie/debug/ops", "trixie/default/ops"])
+    (tmp_path / "trixie_debug_ops" / "config").write_text(
+        "CONFIG_KASAN=y\nCONFIG_KASAN_GENERIC=y\n")
+    (tmp_path / "trixie_default_ops" / "config").write_text(
+        "# CONFIG_KASAN is not set\n")
+    env = dict(os.environ, MANIFEST=m)
+    qemu = {}
+    for kconfig in ("debug", "default"):
+        r = guest_run(tmp_path, "--flavour", "ops", "--kconfig", kconfig,
+                      "--out", str(tmp_path / kconfig), "--accel", "tcg",
+                      "--append", "nokaslr", "--dry-run", "--", "true",
+                      env=env)
+        assert r.returncode == 0, r.stderr
+        qemu[kconfig] = r.stdout.splitlines()[4]
+    assert "no5lvl nokaslr" in qemu["debug"]
+    assert "no5lvl" not in qemu["default"]
+    assert "nokaslr" in qemu["default"]
 
 
 def test_guest_run_names_what_is_missing(tmp_path):
