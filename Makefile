@@ -25,6 +25,7 @@ RUNNER     ?= qemu
 RFC_SERIES ?= ../shared/seeds
 V2_SERIES  ?= kernel-patch/v2
 RESIDENT_SERIES ?= kernel-patch/resident
+BPF_SERIES ?= kernel-patch/bpf
 ROUNDS     ?= 50
 ARCH_ROUNDS ?= 10
 ARCH_STRESS ?= 60
@@ -52,12 +53,15 @@ V          ?= 0
 # The RFC as posted is the flavour "rfc" wherever flavours are named, our
 # series v2 (the walk of the list in user memory) the flavour "v2", and
 # the kernel-resident variant of v2 (v2, then the patches that first kept
-# the operations in the kernel) the flavour "resident". ops is the series
-# in kernel-patch/series/, v3.
+# the operations in the kernel) the flavour "resident", and the pristine
+# tree with a hook for BPF programs where the series applies operations
+# (kernel-patch/bpf/) the flavour "bpf". ops is the series in
+# kernel-patch/series/, v3.
 SERIES_rfc := $(abspath $(RFC_SERIES))
 SERIES_v2 := $(abspath $(V2_SERIES))
 SERIES_resident := $(abspath $(RESIDENT_SERIES))
-export CACHE_DIR KVER KCONFIG TOOLCHAIN V SERIES_rfc SERIES_v2 SERIES_resident PYTHON
+SERIES_bpf := $(abspath $(BPF_SERIES))
+export CACHE_DIR KVER KCONFIG TOOLCHAIN V SERIES_rfc SERIES_v2 SERIES_resident SERIES_bpf PYTHON
 
 # Old names, renamed because they collided: refuse them by name (and say
 # that one set in the environment is ignored).
@@ -205,7 +209,7 @@ endif
 	vm-check boot-time test test-host selftests selftests-op differential \
 	check-series plan-check bench bench-kernels bench-walker report flamegraph trace \
 	test-resident plugin-header host-check kit deb latency merge \
-	check-arches arch-run compat-run \
+	check-arches arch-run compat-run bpf-facts bpf-smoke \
 	trace-validate trace-overhead stress clean-cache cover-perf cover-letter
 
 help:
@@ -243,8 +247,9 @@ help:
 	@echo '  test           all tests: host tests (network cut), kernels, image, plugin'
 	@echo '                 header, guest boots'
 	@echo '  test-kernels   what make test boots: baseline and ops, on the debug'
-	@echo '                 configuration ops and the negative control, and ops for'
-	@echo '                 powerpc book3s/32 (make arch-run'"'"'s kernel)'
+	@echo '                 configuration ops and the negative control, bpf (the BPF'
+	@echo '                 design'"'"'s hook), and ops for powerpc book3s/32 (make'
+	@echo '                 arch-run'"'"'s kernel)'
 	@echo '  test-host      host-only tests (no kernel build, no boot; network cut)'
 	@echo '  deps           install missing Debian packages (root)'
 	@echo '  buildroot      make the Debian trixie build root (gcc 14) that kernels and'
@@ -272,6 +277,11 @@ help:
 	@echo '                 ARCH_STRESS seconds of stress'
 	@echo '  compat-run     rseq_op_test built for i386 on the debug kernels of FLAVOURS'
 	@echo '                 (default: ops), as a 32-bit task (COMPAT_ROUNDS times)'
+	@echo '  bpf-facts      the BPF design (flavour bpf): what it requires, measured'
+	@echo '                 (capabilities, kernel log, verifier, unprivileged use,'
+	@echo '                 faulting destinations), in results/<date>-bpf-facts-bpf/'
+	@echo '  bpf-smoke      load the BPF design on FLAVOUR (default bpf) and check the'
+	@echo '                 gates of switch, syscall and signal with --via bpf'
 	@echo '  stress         adversarial use of RSEQ operations on FLAVOUR (default ops),'
 	@echo '                 STRESS_KCONFIG kernel, DURATION seconds'
 	@echo '  selftests      every rseq selftest on ops in the guest (long: run_param_test)'
@@ -306,6 +316,8 @@ help:
 	@echo '        baseline, ops (our series v3, kernel-patch/series), control (ops'
 	@echo '        plus a planted bug), v2 (V2_SERIES: our series v2), rfc (RFC_SERIES),'
 	@echo '        resident (RESIDENT_SERIES: the kernel-resident variant of v2),'
+	@echo '        bpf (BPF_SERIES: a hook for BPF programs where the series applies'
+	@echo '        operations; microbench/bpf/ loads the program),'
 	@echo '        <name> (SERIES_<name>), any of them @host (TOOLCHAIN=host)'
 	@echo '  FLAVOUR=$(FLAVOUR)  one flavour: kernel, boot-time, stress, selftests-op,'
 	@echo '        flamegraph, trace'
@@ -320,6 +332,7 @@ help:
 	@echo '  RFC_SERIES=$(RFC_SERIES)  the RFC as posted'
 	@echo '  V2_SERIES=$(V2_SERIES)  our series v2 (the walk of the list in user memory)'
 	@echo '  RESIDENT_SERIES=$(RESIDENT_SERIES)  the kernel-resident variant of v2'
+	@echo '  BPF_SERIES=$(BPF_SERIES)  the hook for BPF programs (flavour bpf)'
 	@echo '  AGAINST=$(AGAINST)  make differential: the flavour compared with ops'
 	@echo '  BENCH=$(BENCH)  benchmark traced (flamegraph: signal, MODE=instructions:'
 	@echo '        switch; trace: switch)'
@@ -371,6 +384,7 @@ kernel: source
 test-kernels: source
 	$(Q)kernel-patch/scripts/kernels.sh $(TEST_FLAVOURS)
 	$(Q)KCONFIG=debug kernel-patch/scripts/kernels.sh ops control
+	$(Q)kernel-patch/scripts/kernels.sh bpf
 	$(Q)kernel-patch/scripts/arch-kernel.sh ppc32 ops >/dev/null
 
 image: deps
@@ -435,6 +449,16 @@ compat-run: source image
 	$(Q)rc=0; for f in $(OFFX86_FLAVOURS); do \
 		ROUNDS=$(COMPAT_ROUNDS) correctness/compat-run.sh $$f >/dev/null || rc=1; \
 	done; exit $$rc
+
+# The BPF design (flavour bpf): what it requires, measured, and a quick
+# check of its gates. make bench-walker runs both beside its boots.
+bpf-facts: deps source image
+	$(Q)kernel-patch/scripts/kernels.sh bpf
+	$(Q)microbench/bpf/bpf-run.sh facts bpf >/dev/null
+
+bpf-smoke: deps source image
+	$(Q)kernel-patch/scripts/kernels.sh $(or $(FLAVOUR),bpf)
+	$(Q)microbench/bpf/bpf-run.sh smoke $(or $(FLAVOUR),bpf) >/dev/null
 
 differential: source image
 	$(Q)kernel-patch/scripts/kernels.sh ops $(AGAINST)

@@ -70,6 +70,18 @@ guest_programs() {
 		die "cannot build the guest programs $* (microbench/Makefile) in the build root"
 }
 
+# bpf_programs OUT: the BPF design's loader rseq-bpf-ops (with its program
+# built in; microbench/bpf/), built in the cross build root (clang, bpftool,
+# libbpf-dev) against the guest's libbpf, into OUT.
+bpf_programs() {
+	local out
+	out=$(realpath -m "$1")
+	mkdir -p "$out"
+	BUILDROOT=cross in_buildroot --bind "$out" make -s -C "$TOPDIR/microbench/bpf" \
+		O="$out" >/dev/null ||
+		die "cannot build the BPF design's loader (microbench/bpf/Makefile) in the cross build root"
+}
+
 # Where a toolchain's kernels and build trees live, below <source version>/.
 toolchain_dir() {
 	case "$TOOLCHAIN" in
@@ -110,13 +122,15 @@ split_flavour() {
 # RESIDENT_SERIES), and without it kernel-patch/v2/ for v2 (our series
 # v2, which walks the list in user memory) and kernel-patch/resident/ for
 # resident (v2 plus the patches that first kept the operations in the
-# kernel). Empty for baseline, ops and control (kernel-build.sh knows
+# kernel), and kernel-patch/bpf/ for bpf (a hook for BPF programs where
+# the series applies operations). Empty for baseline, ops and control (kernel-build.sh knows
 # theirs) and for a name with no series.
 flavour_series() {
 	local var=SERIES_${1//-/_}
 	case $1 in
 	v2) echo "${!var:-$TOPDIR/kernel-patch/v2}" ;;
 	resident) echo "${!var:-$TOPDIR/kernel-patch/resident}" ;;
+	bpf) echo "${!var:-$TOPDIR/kernel-patch/bpf}" ;;
 	*) echo "${!var:-}" ;;
 	esac
 }
