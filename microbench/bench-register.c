@@ -9,7 +9,9 @@
  * registration: the walker series links the node and, at unregistration,
  * finds it on the user list; the kernel-resident variant also checks and
  * copies the node, and allocates (N = 0: every iteration allocates and
- * frees its array). Neither call schedules, so no walk runs: the watched
+ * frees its array). The BPF design (--via bpf) stores the operation at the
+ * end of the thread's slot of its map and removes it again: no system call
+ * at all. Neither call schedules, so no walk runs: the watched
  * words of the N operations must stay armed, as in the syscall benchmark.
  * At N = RSEQ_OP_LIST_LIMIT the kernel must refuse one more node with
  * ENOSPC: a gate checks it, and the cell is recorded as unsupported.
@@ -31,9 +33,12 @@
 static struct ob_rseq_op_reset_with_stride timed __attribute__((aligned(64)));
 static uint64_t timed_words[STRIDE_SLOTS] __attribute__((aligned(64)));
 
-static int op_prctl(int cmd)
+/* Register (@cmd OB_PR_RSEQ_OP_REGISTER) or unregister the timed node, the
+ * way the cell's design registers (prctl, or reg.c's ops_backend). */
+static int timed_reg(int cmd, enum op_type type)
 {
-	return prctl(OB_PR_RSEQ_OP, cmd, (unsigned long)&timed, 0, 0) ? -errno : 0;
+	return cmd == OB_PR_RSEQ_OP_REGISTER ? op_node_register(&timed, type) :
+		op_node_unregister(&timed, type);
 }
 
 static void timed_arm(void)
@@ -65,13 +70,13 @@ int bench_register(struct bench_ctx *ctx)
 	/* A node of the cell's type, as reg.c makes them, writing timed_words */
 	memset(&timed, 0, sizeof(timed));
 	op_node_init(&timed, ctx->type, timed_words, &to.src);
-	ret = ctx->no_ops ? 0 : op_prctl(OB_PR_RSEQ_OP_REGISTER);
+	ret = ctx->no_ops ? 0 : timed_reg(OB_PR_RSEQ_OP_REGISTER, ctx->type);
 	if (n >= OB_RSEQ_OP_LIST_LIMIT) {
 		/* The kernel must refuse one more: say so, or fail the gate. */
 		emit_gate(ctx, "full-list-refuses", 0, ret, ret == -ENOSPC,
 			  "one more node with the list full: ENOSPC expected");
 		if (!ret)
-			op_prctl(OB_PR_RSEQ_OP_UNREGISTER);
+			timed_reg(OB_PR_RSEQ_OP_UNREGISTER, ctx->type);
 		else if (ret == -ENOSPC)
 			emit_unsupported(ctx, ret, "the list is full: no node can be added to it");
 		ops_unregister(&to);
@@ -83,7 +88,7 @@ int bench_register(struct bench_ctx *ctx)
 		return 0;
 	}
 	if (!ctx->no_ops) {
-		ret = op_prctl(OB_PR_RSEQ_OP_UNREGISTER);
+		ret = timed_reg(OB_PR_RSEQ_OP_UNREGISTER, ctx->type);
 		if (ret) {
 			/* Registered and stuck on the list: no further cell can trust it. */
 			fprintf(stderr, "opbench: register N=%d: unregistering the timed node failed: %s\n",
@@ -108,8 +113,8 @@ int bench_register(struct bench_ctx *ctx)
 			watch_arm(&w);
 			t0 = tsc_now();
 			if (!ctx->no_ops) {
-				ret = op_prctl(OB_PR_RSEQ_OP_REGISTER);
-				ret = ret ?: op_prctl(OB_PR_RSEQ_OP_UNREGISTER);
+				ret = timed_reg(OB_PR_RSEQ_OP_REGISTER, ctx->type);
+				ret = ret ?: timed_reg(OB_PR_RSEQ_OP_UNREGISTER, ctx->type);
 			}
 			it.dt[i & it.mask] = tsc_now() - t0;
 			it.bits[i & it.mask] = watch_read(&w);
@@ -141,12 +146,12 @@ int bench_register(struct bench_ctx *ctx)
 	valid &= !timed_written();
 	/* Registered once more, it is applied. */
 	timed_arm();
-	ret = ctx->no_ops ? -EINVAL : op_prctl(OB_PR_RSEQ_OP_REGISTER);
+	ret = ctx->no_ops ? -EINVAL : timed_reg(OB_PR_RSEQ_OP_REGISTER, ctx->type);
 	poll(NULL, 0, 1);
 	emit_gate(ctx, "registered-node-applied", 1, timed_written(), !ret && timed_written(),
 		  "the timed node registered again, poll() sleeping 1 ms");
 	valid &= !ret && timed_written();
-	if (!ret && op_prctl(OB_PR_RSEQ_OP_UNREGISTER)) {
+	if (!ret && timed_reg(OB_PR_RSEQ_OP_UNREGISTER, ctx->type)) {
 		fprintf(stderr, "opbench: register N=%d: the timed node cannot be unregistered\n", n);
 		return 2;
 	}

@@ -184,11 +184,12 @@ void emit_rec_head(const struct rec_head *h, const char *kind)
 	printf("{\"kind\":\"%s\",\"bench\":\"%s\",\"flavour\":\"%s\","
 	       "\"kernel\":\"%s\",\"nr_ops\":%d,\"op_type\":\"%s\",\"reg\":\"%s\","
 	       "\"cpu\":%d,\"layout\":\"%s\",\"waker_ops\":%s,\"period_us\":%d,"
-	       "\"warmup\":%d,\"no_ops\":%s,\"pad\":%d",
+	       "\"warmup\":%d,\"no_ops\":%s,\"pad\":%d,\"via\":\"%s\"",
 	       kind, h->bench, ob_flavour, ob_kernel, h->nr_ops,
 	       op_type_name(h->type), reg_mode_name(h->reg), h->cpu,
 	       layout_name(h->layout), h->waker_ops ? "true" : "false",
-	       h->period_us, h->warmup, h->no_ops ? "true" : "false", h->pad);
+	       h->period_us, h->warmup, h->no_ops ? "true" : "false", h->pad,
+	       ops_backend ? ops_backend->name : "prctl");
 }
 
 /* @n iterations of a two-instruction loop (dec, jnz). */

@@ -34,6 +34,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "bpfops.h"
 #include "opbench.h"
 
 /*
@@ -385,6 +386,10 @@ static void usage(FILE *f)
 		"      --seed N        order of the cells (default 0: as given)\n"
 		"      --layout L      packed (default): nodes in list order, or\n"
 		"                      scattered: one node per page, list shuffled\n"
+		"      --via WAY       how operations are registered: prctl (default,\n"
+		"                      PR_RSEQ_OP) or bpf (the BPF design's map, which\n"
+		"                      rseq-bpf-ops load pinned; at N = 0 the thread\n"
+		"                      still opts in to the kernel's hook)\n"
 		"      --mark          the instruction profiler's markers around each\n"
 		"                      sample (tracing/insnprof; with --warmup 0)\n"
 		"  -h, --help\n");
@@ -423,6 +428,7 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 'R' },
 		{ "layout", required_argument, NULL, 'Y' },
 		{ "mark", no_argument, NULL, 'M' },
+		{ "via", required_argument, NULL, 'V' },
 		{ }
 	};
 	struct run_opts ro = {
@@ -470,6 +476,14 @@ int main(int argc, char **argv)
 			break;
 		case 'N':
 			base.no_ops = true;
+			break;
+		case 'V':
+			if (!strcmp(optarg, "bpf")) {
+				ops_backend = &bpfops_backend;
+			} else if (strcmp(optarg, "prctl")) {
+				fprintf(stderr, "opbench: --via '%s': want prctl or bpf\n", optarg);
+				return 2;
+			}
 			break;
 		case 'W':
 			base.waker_ops = true;

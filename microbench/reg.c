@@ -27,6 +27,24 @@ extern __attribute__((weak)) const ptrdiff_t __rseq_offset;
 static __thread struct ob_rseq own_area;
 static __thread struct ob_rseq legacy_area __attribute__((aligned(32)));
 
+const struct ops_backend *ops_backend;
+
+int op_node_register(const void *n, enum op_type type)
+{
+	if (ops_backend)
+		return ops_backend->add(n, type);
+	return prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_REGISTER, (unsigned long)n, 0, 0) ?
+		-errno : 0;
+}
+
+int op_node_unregister(const void *n, enum op_type type)
+{
+	if (ops_backend)
+		return ops_backend->remove(n, type);
+	return prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_UNREGISTER, (unsigned long)n, 0, 0) ?
+		-errno : 0;
+}
+
 static const char *const reg_names[] = {
 	[REG_OWN] = "own", [REG_LEGACY] = "legacy", [REG_GLIBC] = "glibc",
 };
@@ -303,6 +321,13 @@ int ops_register(struct thread_ops *to, struct ob_rseq *area, enum op_type type,
 	to->type = type;
 	to->layout = layout;
 	to->src = MARK ^ 0x5555;
+	if (ops_backend && !pretend) {
+		int err = ops_backend->thread_begin();
+
+		if (err)
+			return err;
+		to->begun = true;
+	}
 	if (!nr)
 		return 0;
 	to->words = aligned_alloc(64, ((nr * slots(type) * 8) + 63) & ~63UL);
@@ -315,9 +340,9 @@ int ops_register(struct thread_ops *to, struct ob_rseq *area, enum op_type type,
 			return -EINVAL;
 		if (pretend)
 			continue;
-		if (prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_REGISTER, (unsigned long)n, 0, 0)) {
-			int err = -errno;
+		int err = op_node_register(n, type);
 
+		if (err) {
 			to->nr = i;
 			ops_unregister(to);
 			return err;
@@ -332,6 +357,8 @@ int ops_register(struct thread_ops *to, struct ob_rseq *area, enum op_type type,
 /* Why the kernel refused an operation with @err on @area, for a record. */
 const char *ops_refusal(int err, const struct ob_rseq *area)
 {
+	if (ops_backend)
+		return ops_backend->refusal(err);
 	/* -EOPNOTSUPP from the series since v2, -ENOTSUPP from the RFC */
 	if (err == -EOPNOTSUPP || err == -OB_ENOTSUPP)
 		return "legacy rseq registration: no operations";
@@ -350,8 +377,7 @@ void ops_unregister(struct thread_ops *to)
 	bool stuck = false;
 
 	for (int i = 0; i < to->nr; i++) {
-		if (prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_UNREGISTER,
-			  (unsigned long)node_at(to, i), 0, 0) && !stuck) {
+		if (op_node_unregister(node_at(to, i), to->type) && !stuck) {
 			fprintf(stderr, "opbench: unregistering operation %d failed: %s; its memory is kept\n",
 				i, strerror(errno));
 			stuck = true;
@@ -366,6 +392,8 @@ void ops_unregister(struct thread_ops *to)
 		free(to->words);
 	}
 	free(to->page);
+	if (to->begun && ops_backend && !stuck)
+		ops_backend->thread_end();
 	memset(to, 0, sizeof(*to));
 }
 

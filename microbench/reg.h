@@ -57,6 +57,7 @@ struct thread_ops {
 	int *page;		/* scattered: the page of node i */
 	uint64_t *words;	/* destinations: nr words, or nr * STRIDE_SLOTS */
 	uint64_t src;		/* source value for the non-NULL types */
+	bool begun;		/* ops_backend->thread_begin() done */
 };
 
 #define WATCH_MAX	4
@@ -92,6 +93,30 @@ static inline uint8_t watch_read(const struct watch *w)
 		b |= (*(volatile uint64_t *)w->w[i] != MARK) << i;
 	return b;
 }
+
+/*
+ * How operations are registered: prctl(PR_RSEQ_OP) when ops_backend is
+ * NULL (the default), else another design's calls (opbench --via bpf sets
+ * it to bpfops.c's). Each node is one that op_node_init() filled.
+ *   thread_begin	before a thread's first operation, even at N = 0
+ *			(the design's opt-in): 0 or -errno
+ *   add, remove	one node: 0 or -errno
+ *   thread_end		after a thread's last unregistration
+ *   refusal		why thread_begin() or add() failed with err
+ */
+struct ops_backend {
+	const char *name;
+	int (*thread_begin)(void);
+	int (*add)(const void *node, enum op_type type);
+	int (*remove)(const void *node, enum op_type type);
+	void (*thread_end)(void);
+	const char *(*refusal)(int err);
+};
+extern const struct ops_backend *ops_backend;
+
+/* Register or unregister one node @n of @type, as ops_backend says. */
+int op_node_register(const void *n, enum op_type type);
+int op_node_unregister(const void *n, enum op_type type);
 
 /* Names of the enums, as the records and the options spell them. */
 const char *reg_mode_name(enum reg_mode m);

@@ -16,7 +16,7 @@ RUNNER = os.path.join(TOP, "vm-images", "guest-run")
 # tcmodel's too: the cell and every variant a sample depends on.
 HEAD_KEYS = {"kind", "bench", "flavour", "kernel", "nr_ops", "op_type", "reg",
              "cpu", "layout", "waker_ops", "period_us", "warmup", "no_ops",
-             "pad"}
+             "pad", "via"}
 SAMPLE_KEYS = HEAD_KEYS | {
     "sample", "loops", "loop", "clock", "tsc_median", "tsc_p10", "tsc_p90",
     "tsc_mean", "counted", "outliers", "expect", "walked", "no_event",
@@ -88,6 +88,7 @@ def test_register_says_what_it_cannot_do(opbench):
     (["-r", "v3", "syscall"], "want own, legacy or glibc"),
     (["-l", "0", "syscall"], "--loops '0' is not a number >= 1"),
     (["--pad", "65", "syscall"], "--pad 65: at most 64"),
+    (["--via", "ebpf", "syscall"], "--via 'ebpf': want prctl or bpf"),
     (["nosuch"], "no benchmark 'nosuch'"),
     ([], "name one benchmark"),
 ])
@@ -139,7 +140,7 @@ def test_records_on_host(opbench):
     assert HEAD_KEYS <= set(unsup[0]), HEAD_KEYS - set(unsup[0])
     for x in samples + gates + unsup:
         assert (x["warmup"], x["period_us"], x["waker_ops"], x["no_ops"],
-                x["pad"]) == (0, 331, False, False, 0), x
+                x["pad"], x["via"]) == (0, 331, False, False, 0, "prctl"), x
 
 
 def test_seed_orders_the_cells(opbench):

@@ -10,8 +10,9 @@
 # Env:   CACHE_DIR, TOOLCHAIN (trixie, the default; host runs CMD directly on
 #        this machine with its own gcc, for old-against-new comparisons only),
 #        BUILDROOT (base, the default; cross: the base root plus Debian's
-#        cross compilers, clang, sparse and the i386 multilib, for
-#        `make check-arches` and the off-x86 guests only)
+#        cross compilers, clang, sparse, bpftool, libbpf and the i386
+#        multilib, for `make check-arches`, the off-x86 guests and the BPF
+#        design's program and loader only)
 #
 # The root is `debootstrap --variant=minbase trixie` plus only what a kernel
 # build needs (list below), cached under $CACHE_DIR/buildroot/<recipe hash>/
@@ -107,12 +108,14 @@ root=$dir/root
 # kernels built in the base root keep theirs. The i686 compiler builds the
 # 32-bit programs for i386 compat (gcc-multilib conflicts with every cross
 # gcc in Debian); the cross libc packages are for the static guest programs
-# of the architectures that boot.
+# of the architectures that boot. clang, bpftool and libbpf-dev also build
+# the BPF design's program and loader (microbench/bpf/).
 CROSS_PKGS=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 	gcc-riscv64-linux-gnu libc6-dev-riscv64-cross
 	gcc-powerpc-linux-gnu libc6-dev-powerpc-cross
 	gcc-powerpc64le-linux-gnu gcc-s390x-linux-gnu gcc-loongarch64-linux-gnu
-	gcc-i686-linux-gnu libc6-dev-i386-cross clang lld llvm sparse)
+	gcc-i686-linux-gnu libc6-dev-i386-cross clang lld llvm sparse
+	bpftool libbpf-dev)
 
 make_cross() {
 	[ -e "$xdir/ready" ] && return 0
