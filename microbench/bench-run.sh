@@ -164,6 +164,10 @@ t=$(date +%s)
 # runner's scripts beside them: bin/ is a kit (make kit).
 if [ "$runner" = qemu ]; then
 	guest_programs "$out/bin" opbench tcmodel
+	# The BPF design's loader, for the boots of the bpf flavour.
+	if [[ " ${fl[*]} " == *" bpf "* ]]; then
+		bpf_programs "$out/bin"
+	fi
 else
 	STATIC=1 guest_programs "$out/bin" opbench tcmodel
 	cp "$TOPDIR/microbench/native-run.sh" "$TOPDIR/microbench/guest-bench.sh" \
@@ -175,6 +179,9 @@ fi
 	cat "$MANIFEST" 2>/dev/null || true
 	echo "opbench_sha256=$(sha256sum < "$out/bin/opbench" | cut -c1-16)"
 	echo "tcmodel_sha256=$(sha256sum < "$out/bin/tcmodel" | cut -c1-16)"
+	if [ -f "$out/bin/rseq-bpf-ops" ]; then
+		echo "rseq_bpf_ops_sha256=$(sha256sum < "$out/bin/rseq-bpf-ops" | cut -c1-16)"
+	fi
 } > "$out/manifest"
 {
 	echo "plan=$plan"
@@ -247,9 +254,11 @@ for i in "${!order[@]}"; do
 	left=$([ "$i" -gt 0 ] && echo "$(fmt_secs $((el * (n - i) / i)))" || echo unknown)
 	log "[boot $((i + 1))/$n] $f under $accel; elapsed $(fmt_secs "$el"), about $left left"
 	st=0
+	bpfcopy=()
+	[ "$f" != bpf ] || bpfcopy=(--copy "$out/bin/rseq-bpf-ops")
 	waited "$TOPDIR/vm-images/guest-run" --flavour "$f" --out "$d" --accel "$accel" \
 		--timeout "${BOOT_TIMEOUT:-5400}" \
-		--copy "$out/bin/opbench" --copy "$out/bin/tcmodel" \
+		--copy "$out/bin/opbench" --copy "$out/bin/tcmodel" "${bpfcopy[@]}" \
 		--copy "$TOPDIR/microbench/guest-bench.sh" \
 		-- env SWEEP="$SWEEP" LOOPS="$LOOPS" PREEMPT_LOOPS="$PREEMPT_LOOPS" \
 		SAMPLES="$SAMPLES" WARMUP="$WARMUP" \
@@ -269,6 +278,17 @@ done
 	log "boots done in $(fmt_secs $(( $(date +%s) - t0 ))): $(cat "$out"/boot-*/opbench.json 2>/dev/null | wc -l) records in $out/boot-*/opbench.json"
 took[benchmarks]=$(( $(date +%s) - t ))
 [ $rc = 0 ] || log "some boots failed; analysing what they measured"
+# The BPF design's requirements, measured on its kernel in a boot of their
+# own (capabilities, kernel log, verifier, unprivileged use, faulting
+# destinations): the report's "Why not BPF?" reads bpf/*/facts.txt.
+if [ "$runner" = qemu ] && [[ " ${fl[*]} " == *" bpf "* ]]; then
+	log "the BPF design's requirements, measured in a boot of bpf (microbench/bpf/bpf-run.sh facts)"
+	if ! waited env RESULTS_ROOT="$out/bpf" "$TOPDIR/microbench/bpf/bpf-run.sh" facts bpf \
+		> "$out/bpf-facts.log" 2>&1; then
+		log "measuring the BPF design's requirements failed (see $out/bpf-facts.log); the benchmarks are not affected"
+		rc=1
+	fi
+fi
 stage=tracing
 if [ "$runner" = qemu ]; then
 	step 2 "tracing: flame graph of signal, walk latency of switch at 2048 operations, walks per loop counted at 64"

@@ -19,6 +19,8 @@
 #   NATIVE=1  run on the host's own kernel (microbench/native-run.sh):
 #   no CPU is taken offline, preempt runs where CPUOPT says (default: the
 #   programs' own choice); OPBENCH, TCMODEL: the programs (default ./)
+#   ./rseq-bpf-ops present (the bpf flavour): the BPF design, see below;
+#   also writes bpf-zero.json and rseq-bpf-ops.txt.
 # Writes opbench.json (records), opbench.log (progress), tcmodel.json and
 # tcmodel.log (with tcmalloc), guest-info.txt,
 # tsc.txt (the kernel's TSC and clocksource lines) and perf-bench.txt
@@ -102,16 +104,19 @@ tcmalloc() {
 	done
 }
 
-for word in $order; do
-	if [ "$word" = tcmalloc ]; then
-		tcmalloc
-		continue
-	fi
+# run_word WORD OUT [OPS] [OPTION...]: the cells of one benchmark word into
+# OUT, with N from OPS (default: the word's own, or SWEEP) and more opbench
+# options.
+run_word() {
+	word=$1 out=$2 ops=${3:-}
+	shift 3
 	b=${word%%[:@]*}
 	variant=
 	case $word in *:*) variant=${word#*:}; variant=${variant%%@*} ;; esac
-	ops=$SWEEP
-	case $word in *@*) ops=${word#*@} ;; esac
+	if [ -z "$ops" ]; then
+		ops=$SWEEP
+		case $word in *@*) ops=${word#*@} ;; esac
+	fi
 	case $variant in
 	"") vopt= ;;
 	scattered) vopt="--layout scattered" ;;
@@ -120,7 +125,7 @@ for word in $order; do
 	*)
 		echo "guest-bench: $word: unknown variant '$variant' (scattered, waker-ops, legacy, glibc)" >&2
 		rc=1
-		continue
+		return
 		;;
 	esac
 	for t in ${TYPES:-default}; do
@@ -133,15 +138,61 @@ for word in $order; do
 			cpuopt=$alone
 			loops=${PREEMPT_LOOPS:-$LOOPS}
 		fi
-		echo "guest-bench: $word type $t ops $ops" >&2
+		echo "guest-bench: $word type $t ops $ops $*" >&2
 		# shellcheck disable=SC2086 # the options are lists
 		"$opbench" -n "$ops" $topt $cpuopt $vopt -l "$loops" -s "$SAMPLES" -w "$WARMUP" \
-			--seed "$seed" ${EXTRA:-} "$b" >> opbench.json 2>> opbench.log
+			--seed "$seed" ${EXTRA:-} "$@" "$b" >> "$out" 2>> opbench.log
 		st=$?
 		[ "$b" = preempt ] && cpus_online 1
 		account $st "opbench $b"
 	done
+}
+
+# The BPF design (the bpf flavour; bench-run.sh copies its loader here).
+# First the N = 0 cells of switch, signal and preempt (without variant)
+# twice, into bpf-zero.json: as a thread that does not use the hook
+# (flavour label bpf-unused), and as one that opted in to it with no
+# program attached (bpf-noprog). Then the program is loaded (what the
+# loader and the kernel said: rseq-bpf-ops.txt) and every cell registers
+# its operations with it (--via bpf); at N = 0 the thread opts in, and the
+# program runs and finds no operation.
+bpf_via=
+if [ -x ./rseq-bpf-ops ]; then
+	for word in $order; do
+		case $word in switch | signal | preempt) ;; *) continue ;; esac
+		run_word "$word" bpf-zero.json 0 -f bpf-unused
+		run_word "$word" bpf-zero.json 0 -f bpf-noprog --via bpf
+	done
+	{
+		echo "== rseq-bpf-ops load"
+		./rseq-bpf-ops load
+		echo "status=$?"
+		echo "== kernel log"
+		dmesg | grep -i -E 'bpf|probe_write' | tail -20
+	} > rseq-bpf-ops.txt 2>&1
+	if ! grep -q '^status=0$' rseq-bpf-ops.txt; then
+		echo "guest-bench: loading the BPF design failed (rseq-bpf-ops.txt)" >&2
+		cat rseq-bpf-ops.txt >&2
+		exit 1
+	fi
+	bpf_via="--via bpf"
+fi
+
+for word in $order; do
+	if [ "$word" = tcmalloc ]; then
+		tcmalloc
+		continue
+	fi
+	# shellcheck disable=SC2086 # empty or one option
+	run_word "$word" opbench.json "" $bpf_via
 done
+if [ -n "$bpf_via" ]; then
+	{
+		echo "== rseq-bpf-ops status"
+		./rseq-bpf-ops status
+		./rseq-bpf-ops unload
+	} >> rseq-bpf-ops.txt 2>&1
+fi
 
 # perf's own benchmarks in the same boot, beside syscall and switch at N=0:
 # their figures are the guest's clock (gettimeofday) over whole runs, ticks

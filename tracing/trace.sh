@@ -123,18 +123,27 @@ fold() {
 	log "folded $(wc -l < "$1/perf.folded") stacks, $(awk '{ s += $NF } END { print s }' "$1/perf.folded") samples: $1/perf.folded"
 }
 
-# insnboot FLAVOUR OPS DIR: opbench under the instruction profiler.
+# insnboot FLAVOUR OPS DIR: opbench under the instruction profiler. On the
+# bpf flavour, the BPF design's program is loaded first and opbench
+# registers with it (--via bpf); its JITed code and trampoline are not in
+# System.map.
 insnboot() {
-	local fl=$1 n=$2 d=$3 kdir rc=0 t
+	local fl=$1 n=$2 d=$3 kdir rc=0 t pre= via= bpf=()
 	kdir=$(kernel_dir "$fl")
 	mkdir -p "$d"
+	if [ "$fl" = bpf ]; then
+		[ -x "$out/bin/rseq-bpf-ops" ] || bpf_programs "$out/bin"
+		bpf=(--copy "$out/bin/rseq-bpf-ops")
+		pre="./rseq-bpf-ops load > bpf-load.txt 2>&1 && "
+		via="--via bpf "
+	fi
 	"$PYTHON" "$tdir/insnprof.py" entries "$kdir/System.map" > "$d/entries.txt"
 	local vm=("$TOPDIR/vm-images/guest-run" --flavour "$fl" --out "$d"
 		--accel icount --smp 1 --append nokaslr
 		--timeout "${TRACE_TIMEOUT:-1800}"
 		--plugin "file=$out/bin/insnprof.so,out=$d/insnprof.txt,entries=$d/entries.txt"
-		--copy "$out/bin/opbench"
-		-- sh -c "./opbench -q --mark -w 0 -n $n -l $loops -s $samples ${TYPE:+-t $TYPE }$bench > opbench.json")
+		--copy "$out/bin/opbench" "${bpf[@]}"
+		-- sh -c "$pre./opbench -q --mark -w 0 -n $n -l $loops -s $samples $via${TYPE:+-t $TYPE }$bench > opbench.json")
 	echo "${vm[*]}" >> "$out/commands.txt"
 	log "[$fl] $bench at $n operations${TYPE:+ of type $TYPE} under the instruction profiler (log $d/console.log)"
 	t=$(date +%s)
