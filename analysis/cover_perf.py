@@ -17,6 +17,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bpf_design  # noqa: E402
 import opbench_data  # noqa: E402
 import report_core as rep  # noqa: E402
 from cross_report import stretch_label  # noqa: E402
@@ -91,6 +92,7 @@ def section(a):
             "most %d with preemption off, preemptible between chunks."
             % (a["irqs_off_max"], a["irqs_off_max"]), "  ")
     out += designs_lines(a.get("designs"), unit)
+    out += bpf_design.cover_lines(a, wrap)
     return "\n".join(line.rstrip() for line in out) + "\n"
 
 

@@ -24,7 +24,13 @@ from cross_checks import WALK_BENCHES, diff_per_walk, group
 DESIGNS = (("ops", "series v3, kept in the kernel"),
            ("v2", "series v2, walks the user list"),
            ("resident", "kernel-resident variant of v2"),
-           ("rfc", "RFC as posted"))
+           ("rfc", "RFC as posted"),
+           ("bpf", "BPF program at the same exit point"))
+# The bpf flavour's N = 0 cells measured before its program was loaded
+# (guest-bench.sh, opbench_io._variant_boots): a thread that does not use
+# the hook, and one that opted in with no program attached.
+BPF_VARIANTS = (("bpf-unused", "bpf kernel, thread not opted in"),
+                ("bpf-noprog", "opted in, no program attached"))
 # The design every other is compared with: series v3.
 ANCHOR = "ops"
 # The target: v3's walk at least this many times cheaper per operation than
@@ -53,7 +59,7 @@ def analyse(a, compare=None):
     fls = [f for f, _ in DESIGNS if f in a["flavours"]]
     if ANCHOR not in fls or len(fls) < 2:
         return None
-    out = {"flavours": fls, "names": dict(DESIGNS), "slopes": [],
+    out = {"flavours": fls, "names": dict(DESIGNS + BPF_VARIANTS), "slopes": [],
            "ratios": [], "zero": [], "stretch": [], "register": [],
            "missing": [],
            "loops": a.get("walker_loops", {}), "target": TARGET_RATIO}
@@ -86,8 +92,9 @@ def analyse(a, compare=None):
                 out["ratios"].append(dict(
                     diff_per_walk(c, walks), bench=bench, flavour=fl,
                     ratio=c.get("ratio"), ratio_ci=c.get("ratio_ci")))
+        variants = [f for f, _ in BPF_VARIANTS if f in a["flavours"]]
         for c in g["vs_reference"]:
-            if c["nr_ops"] == 0 and c["flavour"] in fls:
+            if c["nr_ops"] == 0 and c["flavour"] in fls + variants:
                 out["zero"].append({"bench": bench, "flavour": c["flavour"],
                                     "diff": c["diff"],
                                     "diff_ci": c.get("diff_ci")})

@@ -167,7 +167,10 @@ def designs_lines(d, a):
                 lines.append("  %-10s %-30s %6d %6d %7d" % (
                     fl, ("%s +%s" % (lp["function"], lp["head"]))[:30],
                     lp["insns"], lp["loads"], lp["cond_br"]))
-            if fl not in d["loops"]:
+            if fl not in d["loops"] and fl == "bpf":
+                lines.append("  %-10s a BPF program, JITed at load: not in "
+                             "its vmlinux" % fl)
+            elif fl not in d["loops"]:
                 lines.append("  %-10s no walker function in its vmlinux (the "
                              "walk is inlined)" % fl)
             elif not d["loops"][fl]:

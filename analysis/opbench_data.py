@@ -16,6 +16,7 @@ import collections
 import numpy as np
 
 import opbench_stats as st
+import bpf_design
 import designs
 import latency
 import pmu
@@ -119,8 +120,10 @@ def rounds_of(run):
     the boots of each flavour before it instead."""
     order = run["provenance"].get("boot_order", "").split()
     nfl = len(set(order))
+    # A variant of a boot (opbench_io._variant_boots) is in its round.
     consistent = order and all(b["index"] <= len(order) and
-                               order[b["index"] - 1] == b["flavour"]
+                               order[b["index"] - 1] == b.get("variant_of",
+                                                              b["flavour"])
                                for b in run["boots"])
     # A merged run (analysis/merge_runs.py) says each boot's round.
     given = run["provenance"].get("boot_rounds", "").split()
@@ -348,6 +351,7 @@ def analyse(run):
     out["designs"] = designs.analyse(
         out, lambda m_ref, m, key: compare_kernel_slopes(pool, rounds,
                                                          m_ref, m, key))
+    out["bpf"] = bpf_design.analyse(out)
     out["tcmalloc"] = tcmalloc_model.analyse(run, out)
     # The run is usable when every cell passed its gate; analyze.py's exit
     # status says so.

@@ -320,6 +320,24 @@ def _boot(d, m):
             "perf_bench": parse_perf_bench(os.path.join(d, "perf-bench.txt"))}
 
 
+def _variant_boots(boot, d):
+    """The cells a boot measured as other flavours (guest-bench.sh's
+    bpf-zero.json on the bpf flavour: N = 0 before the BPF program was
+    loaded, labelled bpf-unused and bpf-noprog), one boot each, with the
+    index of the boot that ran them (the same round) and variant_of
+    naming its flavour."""
+    path = os.path.join(d, "bpf-zero.json")
+    if not os.path.exists(path):
+        return []
+    by = {}
+    for r in read_records(path):
+        by.setdefault(r.get("flavour"), []).append(r)
+    return [dict(boot, flavour=fl, records=recs, tcmodel=None,
+                 perf_bench={}, variant_of=boot["flavour"])
+            for fl, recs in sorted(by.items())
+            if fl and fl != boot["flavour"]]
+
+
 def load(rdir):
     """The run in rdir: provenance, boots and their records, the walker
     loops and the walks counted by tracing."""
@@ -332,6 +350,7 @@ def load(rdir):
         m = BOOT_RE.match(os.path.basename(d))
         if m and os.path.isdir(d):
             boots.append(_boot(d, m))
+            boots += _variant_boots(boots[-1], d)
     boots.sort(key=lambda b: b["index"])
     if not boots:
         raise ResultsError("%s has no boot-<n>-<flavour>/ or rep-<n>-<label>/ "

@@ -17,6 +17,7 @@ import math
 import textwrap
 
 from cross_report import cross_lines, walk_count_lines
+from bpf_design import bpf_lines
 from designs_report import designs_lines
 from latency_report import latency_lines
 from preempt_report import gap_lines
@@ -465,6 +466,8 @@ def render(a):
         sections.append(tcmalloc_lines(a["tcmalloc"], a))
     if a.get("designs"):
         sections.append(designs_lines(a["designs"], a))
+    if a.get("bpf"):
+        sections.append(bpf_lines(a["bpf"], a))
     sections.append(latency_lines(a.get("latency")))
     sections += [appendix_lines(a), [RULE] + invalid_lines(a)]
     for sec in sections:

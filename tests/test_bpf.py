@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The BPF design of RSEQ operations (flavour bpf, microbench/bpf/): its
+registration in opbench (--via bpf), its loader, and in the guest its
+resets and the loader's refusal of a kernel without the hook (rig)."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import TOP
+from test_microbench import HEAD_KEYS, records, run
+
+BPF_RUN = os.path.join(TOP, "microbench", "bpf", "bpf-run.sh")
+
+
+def test_via_bpf_on_a_kernel_without_the_hook(opbench):
+    """--via bpf on this machine's kernel (no rseq_exit_bpf_hook): every
+    cell, N = 0 too (the thread opts in there), is an "unsupported" record
+    naming the missing hook, with status 0 and no sample."""
+    r = run(opbench, "--via", "bpf", "-n", "0,1", "-l", "10", "-s", "1",
+            "-w", "0", "switch")
+    assert r.returncode == 0, r.stderr
+    recs = records(r.stdout)
+    uns = [x for x in recs if x["kind"] == "unsupported"]
+    assert [x["nr_ops"] for x in uns] == [0, 1], recs
+    for x in uns:
+        assert HEAD_KEYS <= set(x) and x["via"] == "bpf"
+        assert x["why"] == "kernel without rseq_exit_bpf_hook (not the bpf flavour)"
+    assert not [x for x in recs if x["kind"] == "sample"]
+
+
+@pytest.fixture(scope="module")
+def loader(tmp_path_factory):
+    """rseq-bpf-ops as the guest gets it: built in the cross build root."""
+    out = str(tmp_path_factory.mktemp("bpfbin"))
+    r = subprocess.run(["bash", "-c", '. scripts/common.sh && bpf_programs "$1"',
+                        "bpf", out], cwd=TOP, capture_output=True, text=True,
+                       timeout=900)
+    assert r.returncode == 0, r.stderr
+    return os.path.join(out, "rseq-bpf-ops")
+
+
+def run_loader(loader, *args):
+    """The loader in the cross build root, where trixie's libbpf is (the
+    guest's; this host's may be older). It never loads anything here: each
+    case stops before."""
+    return subprocess.run(
+        [os.path.join(TOP, "kernel-patch", "scripts", "buildroot.sh"), "run",
+         "--bind", os.path.dirname(loader), "--", loader] + list(args),
+        capture_output=True, text=True, timeout=120,
+        env=dict(os.environ, BUILDROOT="cross"))
+
+
+@pytest.mark.parametrize("args,msg", [
+    ([], "no command; usage: rseq-bpf-ops load|unload|status [DIR] | probe"),
+    (["attach"], "unknown command attach; usage:"),
+    (["probe", "/x"], "too many arguments"),
+    (["load", "/x", "/y"], "too many arguments"),
+])
+def test_loader_usage_is_named(loader, args, msg):
+    """Bad usage stops before anything is read or loaded."""
+    r = run_loader(loader, *args)
+    assert r.returncode == 2 and msg in r.stderr, r.stderr
+
+
+def test_loader_status_without_a_load(loader, tmp_path):
+    """status of a directory with no pins says what to run."""
+    r = run_loader(loader, "status", str(tmp_path / "none"))
+    assert r.returncode == 2
+    assert "nothing loaded" in r.stderr and "rseq-bpf-ops load first" in r.stderr
+
+
+def guest_step(tmp_path, what, flavour):
+    r = subprocess.run([BPF_RUN, what, flavour], capture_output=True,
+                       text=True, timeout=1800,
+                       env=dict(os.environ, RESULTS_ROOT=str(tmp_path)))
+    out = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+    return r, out
+
+
+@pytest.mark.rig
+def test_bpf_design_resets_after_a_switch_not_after_a_syscall(tmp_path):
+    """On the bpf flavour the program loads and attaches; with --via bpf a
+    switch resets every watched word and a system call that does not
+    sleep resets none, at N = 1 and 64 (opbench's gates); the program's
+    counters saw walks and stores, and no fault."""
+    r, out = guest_step(tmp_path, "smoke", "bpf")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    txt = open(os.path.join(out, "smoke.txt")).read()
+    assert "attached to rseq_exit_bpf_hook() of kernel 7." in txt, txt
+    recs = [json.loads(l) for l in open(os.path.join(out, "smoke.json"))
+            if l.strip()]
+    gates = {(g["bench"], g["nr_ops"], g["check"]): g
+             for g in recs if g["kind"] == "gate"}
+    for n in (1, 64):
+        assert gates[("switch", n, "walk-after-switch")]["valid"], gates
+        assert gates[("syscall", n, "no-walk-without-schedule")]["valid"], gates
+        assert gates[("syscall", n, "walk-after-schedule")]["valid"], gates
+    assert all(g["valid"] for g in gates.values()), gates
+    samples = [x for x in recs if x["kind"] == "sample"]
+    assert {(x["bench"], x["nr_ops"]) for x in samples} == {
+        (b, n) for b in ("switch", "syscall", "signal") for n in (1, 64)}
+    assert all(x["valid"] and x["via"] == "bpf" for x in samples)
+    status = [l for l in txt.splitlines() if l.startswith("hooks ")]
+    assert status, txt
+    f = status[-1].split()
+    counters = dict(zip(f[0::2], map(int, f[1::2])))
+    assert counters["walks"] > 0 and counters["stores"] >= counters["walks"]
+    assert counters["faults"] == 0, counters
+
+
+@pytest.mark.rig
+def test_loader_refuses_a_kernel_without_the_hook(tmp_path):
+    """On the baseline kernel the loader refuses before loading anything,
+    naming the missing function and the flavour to boot."""
+    r, out = guest_step(tmp_path, "smoke", "baseline")
+    assert r.returncode == 2, r.stdout[-3000:] + r.stderr[-3000:]
+    txt = open(os.path.join(out, "smoke.txt")).read()
+    assert "has no rseq_exit_bpf_hook() (not in its BTF): it is not the bpf flavour" in txt, txt
+    assert "make kernel FLAVOUR=bpf" in txt and "status=2" in txt, txt
+    assert not os.path.exists(os.path.join(out, "smoke.json"))
