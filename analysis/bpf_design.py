@@ -10,7 +10,8 @@ import os
 import textwrap
 
 from designs import ANCHOR, BPF_VARIANTS
-from report_core import CI_HEAD, CONF, RULE, WIDTH, ci, num
+from report_core import (CI_HEAD, CONF, RULE, WIDTH, ci, num, ratio,
+                         ratio_ci)
 
 FLAVOUR = "bpf"
 # The facts' sections, in the order the report gives them, and their titles.
@@ -109,26 +110,25 @@ def bpf_lines(b, a):
             unit, CONF, " Instructions under QEMU icount, not time."
             if icount else ""), WIDTH)
     sl = {(s["bench"], s["flavour"]): s for s in b["slopes"]}
-    ratio = {r["bench"]: r for r in b["ratios"]}
+    ratios = {r["bench"]: r for r in b["ratios"]}
     benches = sorted({k[0] for k in sl}, key=lambda x: (x != "switch", x))
     if benches:
         lines += ["", "Per operation per walk (slope of a + b*N), and "
-                  "bpf / %s:" % ANCHOR]
-        lines.append("  %-8s %-6s %10s  %-22s %s" % ("bench", "design",
-                                                    "slope", CI_HEAD,
-                                                    "ratio [CI]"))
+                  "bpf / %s, ratio [CI]:" % ANCHOR]
+        lines.append("  %-8s %-6s %10s  %s" % ("bench", "design", "slope",
+                                              CI_HEAD))
         for bench in benches:
             for fl in (ANCHOR, FLAVOUR):
                 s = sl.get((bench, fl))
                 if not s:
                     continue
-                r = ratio.get(bench) if fl == FLAVOUR else None
-                lines.append("  %-8s %-6s %10s  %-22s %s" % (
-                    bench, fl, num(s["value"]), ci(s["ci"]),
-                    ("%.2f [%.2f, %.2f]" % ((r["ratio"],) +
-                                            tuple(r["ratio_ci"]))
-                     if r and r["ratio"] is not None and r["ratio_ci"]
-                     else "")))
+                r = ratios.get(bench) if fl == FLAVOUR else None
+                lines.append("  %-8s %-6s %10s  %s" % (
+                    bench, fl, num(s["value"]), ci(s["ci"])))
+                if r and r["ratio"] is not None and r["ratio_ci"]:
+                    lines.append("  %-8s bpf / %s %s %s" % (
+                        "", ANCHOR, ratio(r["ratio"]),
+                        ratio_ci(r["ratio_ci"])))
         lines += ["", "One walk of the largest N (from the fit), %s:" % unit]
         for bench in benches:
             for fl in (ANCHOR, FLAVOUR):
@@ -170,12 +170,17 @@ def bpf_lines(b, a):
     lines += [""] + _fact_lines(b["facts"])
     lines += [""] + textwrap.wrap(
         "What it cannot promise, as built: a store that faults is skipped "
-        "and counted in the program's map, and the thread is never told "
-        "(RSEQ operations kill it with SIGSEGV, the RFC's semantics); "
-        "bpf_probe_write_user() is a debugging helper, and the kernel says "
-        "so when a program that calls it is loaded; loading needs the "
-        "capabilities above, so an administrator has to load the program "
-        "and open its maps before any thread can use it. What it would "
+        "and counted, and the thread is not told unless it reads the "
+        "count (RSEQ operations kill it with SIGSEGV, the RFC's "
+        "semantics); bpf_probe_write_user() cannot fault a page in, so a "
+        "destination that is not present (never touched, swapped out, "
+        "copy-on-write after fork()) is skipped too, where the series "
+        "faults it in on its slow path; the benchmarks touch every "
+        "destination at registration, and a sample in which the program "
+        "skipped a store fails its gate. Loading needs the capabilities "
+        "above, so an administrator has to load the program; its map is "
+        "one for all threads, so opening it to users lets any of them "
+        "rewrite any thread's destinations. What it would "
         "need from the kernel to replace RSEQ operations: a hook at this "
         "exit point for opted-in tasks (the patch here), a helper or kfunc "
         "that writes the current task's user memory and reports a fault to "
@@ -193,15 +198,14 @@ def cover_lines(a, wrap):
         return []
     unit = a["unit"]
     sl = {(s["bench"], s["flavour"]): s for s in b["slopes"]}
-    ratio = {r["bench"]: r for r in b["ratios"]}
+    ratios = {r["bench"]: r for r in b["ratios"]}
     parts = []
     for bench in ("switch", "signal", "preempt"):
-        s, r = sl.get((bench, FLAVOUR)), ratio.get(bench)
+        s, r = sl.get((bench, FLAVOUR)), ratios.get(bench)
         if s and r and r["ratio"] is not None and r["ratio_ci"]:
-            parts.append("%s %s per operation per walk, %.2f [%.2f, %.2f] "
-                         "times %s's" % (bench, num(s["value"]), r["ratio"],
-                                         r["ratio_ci"][0], r["ratio_ci"][1],
-                                         ANCHOR))
+            parts.append("%s %s per operation per walk, %s %s times "
+                         "%s's" % (bench, num(s["value"]), ratio(r["ratio"]),
+                                   ratio_ci(r["ratio_ci"]), ANCHOR))
     walk = [s for s in b["slopes"] if s["flavour"] == FLAVOUR
             and s["bench"] == "switch" and s.get("walk_max") is not None]
     zero = {(z["bench"], z["flavour"]): z for z in b["zero"]}

@@ -6,7 +6,8 @@ figures are designs'."""
 import textwrap
 
 from cross_checks import WALK_BENCHES
-from report_core import CI_HEAD, CONF, RULE, WIDTH, ci, num
+from report_core import (CI_HEAD, CONF, RULE, WIDTH, ci, num, ratio,
+                         ratio_ci)
 
 
 def _or_na(x):
@@ -89,8 +90,8 @@ def designs_lines(d, a):
         for r in d["ratios"]:
             lines.append("  %-8s %-8s / %-8s  %6s  %s" % (
                 r["bench"], r["flavour"], anchor,
-                "%.2f" % r["ratio"] if r["ratio"] is not None else "n/a",
-                "[%.2f, %.2f]" % tuple(r["ratio_ci"]) if r["ratio_ci"]
+                ratio(r["ratio"]) if r["ratio"] is not None else "n/a",
+                ratio_ci(r["ratio_ci"]) if r["ratio_ci"]
                 else "[no interval]"))
         target = ("Target: the walk of %s at least %.0f times cheaper "
                   "per operation than the RFC's. " % (anchor, d["target"]))

@@ -43,7 +43,20 @@ def ci(c, signed=False):
 
 
 def pct(r):
-    return "%+.2f%%" % ((r - 1) * 100)
+    """A ratio as a change in percent; past +-1e5 % (an interval from too
+    few boots), in exponent form, so that it stays within a line."""
+    p = (r - 1) * 100
+    return "%+.2f%%" % p if abs(p) < 1e5 else "%+.1e%%" % p
+
+
+def ratio(x):
+    """A ratio: two decimals, in exponent form past 1e5 (an interval from
+    too few boots), so that it stays within a line."""
+    return "%.2f" % x if abs(x) < 1e5 else "%.1e" % x
+
+
+def ratio_ci(c):
+    return "[%s, %s]" % (ratio(c[0]), ratio(c[1]))
 
 
 def pct_ci(c):

@@ -99,6 +99,7 @@ int bpfops_thread_begin(int need_program)
 	if (slot == RBO_SLOTS)
 		return -EBUSY;
 	sets[slot].nr = 0;
+	sets[slot].faults = 0;
 	err = slot_map(tid, &slot);
 	if (err) {
 		__atomic_store_n(&sets[slot].tid, 0, __ATOMIC_RELEASE);
@@ -153,10 +154,16 @@ int bpfops_remove(const struct rbo_op *op)
 		if (memcmp(&mine->op[i], op, sizeof(*op)))
 			continue;
 		/*
-		 * The program runs only on this thread's own way back to user
-		 * space, never beside this: no other reader to order against.
+		 * The program reads the slot on this thread's own returns to
+		 * user space, which a preemption can bring in the middle of the
+		 * move: hide the operations from i on first, so that it never
+		 * sees one half moved. Until the last store, a walk applies
+		 * only those before i.
 		 */
-		memmove(&mine->op[i], &mine->op[i + 1], (nr - i - 1) * sizeof(*op));
+		if (i + 1 < nr) {
+			__atomic_store_n(&mine->nr, i, __ATOMIC_RELEASE);
+			memmove(&mine->op[i], &mine->op[i + 1], (nr - i - 1) * sizeof(*op));
+		}
 		__atomic_store_n(&mine->nr, nr - 1, __ATOMIC_RELEASE);
 		return 0;
 	}
@@ -241,6 +248,11 @@ static int backend_remove(const void *n, enum op_type type)
 	return err ?: bpfops_remove(&op);
 }
 
+static long backend_faults(void)
+{
+	return mine ? (long)__atomic_load_n(&mine->faults, __ATOMIC_RELAXED) : 0;
+}
+
 const struct ops_backend bpfops_backend = {
 	.name = "bpf",
 	.thread_begin = backend_begin,
@@ -248,4 +260,5 @@ const struct ops_backend bpfops_backend = {
 	.remove = backend_remove,
 	.thread_end = bpfops_thread_end,
 	.refusal = bpfops_refusal,
+	.faults = backend_faults,
 };

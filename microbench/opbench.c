@@ -70,6 +70,7 @@ static const struct bench benches[] = {
 void sample_start(struct bench_ctx *ctx)
 {
 	ctx->switches0 = nr_switches();
+	ctx->faults0 = ops_backend && ops_backend->faults ? ops_backend->faults() : -1;
 	ctx->pmu_ok = pmu_read(&ctx->pmu0);
 	if (ctx->mark) {
 		mark_begin();
@@ -155,6 +156,7 @@ bool emit_sample(struct bench_ctx *ctx, int sample, const struct iters *it,
 		mark_end();
 	pmu_ok = ctx->pmu_ok && pmu_read(&pc);
 	sw = ctx->switches0 >= 0 ? nr_switches() - ctx->switches0 : -1;
+	long skipped = ctx->faults0 >= 0 ? ops_backend->faults() - ctx->faults0 : -1;
 	long counted = 0, walked = 0, no_event = 0, partial = 0, missed = 0;
 	long outliers = 0, unexpected = 0;
 	uint64_t *v = malloc(it->n * sizeof(*v)), sum = 0;
@@ -221,6 +223,8 @@ bool emit_sample(struct bench_ctx *ctx, int sample, const struct iters *it,
 		why = "the partner thread's operations did not run";
 	else if (counted * 2 < it->n)
 		why = "fewer than half the iterations showed the expected event";
+	else if (skipped > 0)
+		why = "the design skipped stores that faulted";
 	valid = !*why;
 	emit_head(ctx, "sample");
 	printf(",\"sample\":%d,\"loops\":%ld,\"loop\":\"%s\",\"clock\":\"tsc\","
@@ -237,12 +241,15 @@ bool emit_sample(struct bench_ctx *ctx, int sample, const struct iters *it,
 	       unexpected, partner_violations, ctx->walks);
 	if (sw >= 0)
 		printf("\"switches_per_loop\":%.4f,", (double)sw / ctx->loops);
+	if (skipped >= 0)
+		printf("\"skipped_stores\":%ld,", skipped);
 	if (ctx->mark)
 		printf("\"mark_ticks\":%llu,", (unsigned long long)mark_ticks);
 	if (pmu_ok)
 		pmu_emit_fields(&ctx->pmu0, &pc, ctx->loops);
 	printf("\"valid\":%s,\"why\":\"%s\"}\n", valid ? "true" : "false", why);
 	ctx->switches0 = -1;
+	ctx->faults0 = -1;
 	fflush(stdout);
 	if (!valid)
 		progress("%s N=%d sample %d INVALID: %s", ctx->bench, ctx->nr_ops,

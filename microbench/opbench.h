@@ -46,6 +46,7 @@ struct bench_ctx {
 	const char *bench;
 	int walks;		/* walks per loop, from the table */
 	long switches0;		/* switches at sample_start(), or -1 */
+	long faults0;		/* ops_backend's skipped stores then, or -1 */
 	enum reg_mode reg;
 	enum op_type type;
 	int nr_ops;

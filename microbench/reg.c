@@ -333,6 +333,13 @@ int ops_register(struct thread_ops *to, struct ob_rseq *area, enum op_type type,
 	to->words = aligned_alloc(64, ((nr * slots(type) * 8) + 63) & ~63UL);
 	if (!to->words || nodes_alloc(to, nr))
 		return -ENOMEM;
+	/*
+	 * Every destination page present and writable before the first walk:
+	 * the BPF design cannot fault one in (bpf_probe_write_user() skips
+	 * it), and would otherwise pay an exception per operation until the
+	 * first ops_arm(); the other designs fault each page in once.
+	 */
+	memset(to->words, 0, nr * slots(type) * 8);
 	for (int i = 0; i < nr; i++) {
 		char *n = node_at(to, i);
 
@@ -376,7 +383,10 @@ void ops_unregister(struct thread_ops *to)
 {
 	bool stuck = false;
 
-	for (int i = 0; i < to->nr; i++) {
+	for (int k = 0; k < to->nr; k++) {
+		/* A backend keeps an array: from its end, nothing to move. */
+		int i = ops_backend ? to->nr - 1 - k : k;
+
 		if (op_node_unregister(node_at(to, i), to->type) && !stuck) {
 			fprintf(stderr, "opbench: unregistering operation %d failed: %s; its memory is kept\n",
 				i, strerror(errno));

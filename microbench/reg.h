@@ -103,6 +103,8 @@ static inline uint8_t watch_read(const struct watch *w)
  *   add, remove	one node: 0 or -errno
  *   thread_end		after a thread's last unregistration
  *   refusal		why thread_begin() or add() failed with err
+ *   faults		stores the design skipped for this thread so far
+ *			(NULL: it never skips one)
  */
 struct ops_backend {
 	const char *name;
@@ -111,6 +113,7 @@ struct ops_backend {
 	int (*remove)(const void *node, enum op_type type);
 	void (*thread_end)(void);
 	const char *(*refusal)(int err);
+	long (*faults)(void);
 };
 extern const struct ops_backend *ops_backend;
 

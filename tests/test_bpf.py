@@ -89,6 +89,7 @@ def test_bpf_design_resets_after_a_switch_not_after_a_syscall(tmp_path):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     txt = open(os.path.join(out, "smoke.txt")).read()
     assert "attached to rseq_exit_bpf_hook() of kernel 7." in txt, txt
+    assert "rseq_exit_thread to sched_process_exit" in txt, txt
     recs = [json.loads(l) for l in open(os.path.join(out, "smoke.json"))
             if l.strip()]
     gates = {(g["bench"], g["nr_ops"], g["check"]): g
@@ -102,6 +103,9 @@ def test_bpf_design_resets_after_a_switch_not_after_a_syscall(tmp_path):
     assert {(x["bench"], x["nr_ops"]) for x in samples} == {
         (b, n) for b in ("switch", "syscall", "signal") for n in (1, 64)}
     assert all(x["valid"] and x["via"] == "bpf" for x in samples)
+    # the program skipped no store in any sample (a sample that it did
+    # fails its gate)
+    assert all(x["skipped_stores"] == 0 for x in samples), samples
     status = [l for l in txt.splitlines() if l.startswith("hooks ")]
     assert status, txt
     f = status[-1].split()
@@ -120,3 +124,61 @@ def test_loader_refuses_a_kernel_without_the_hook(tmp_path):
     assert "has no rseq_exit_bpf_hook() (not in its BTF): it is not the bpf flavour" in txt, txt
     assert "make kernel FLAVOUR=bpf" in txt and "status=2" in txt, txt
     assert not os.path.exists(os.path.join(out, "smoke.json"))
+
+
+# The analysis of the bpf design (host).
+import sys  # noqa: E402
+
+sys.path.insert(0, os.path.join(TOP, "analysis"))
+import bpf_design  # noqa: E402
+import opbench_data  # noqa: E402
+import opbench_io  # noqa: E402
+import report_core  # noqa: E402
+
+
+def test_facts_are_read_by_section(tmp_path):
+    """bpf_design reads the newest facts.txt of a run, section by section,
+    each with its result line; a run without one has none."""
+    assert bpf_design.read_facts(str(tmp_path)) is None
+    for stamp, text in (("20260101T000000Z", "== fault\nold\nresult: old\n"),
+                        ("20260102T000000Z",
+                         "== capabilities\nroot: exit 0: ok\nresult: 1 of 1\n"
+                         "== fault\nalive\n\nresult: exit 0\n")):
+        d = tmp_path / "bpf" / ("%s-bpf-facts-bpf" % stamp)
+        d.mkdir(parents=True)
+        (d / "facts.txt").write_text(text)
+    f = bpf_design.read_facts(str(tmp_path))
+    assert f["path"] == "bpf/20260102T000000Z-bpf-facts-bpf/facts.txt"
+    assert f["sections"] == {
+        "capabilities": {"lines": ["root: exit 0: ok"], "result": "1 of 1"},
+        "fault": {"lines": ["alive"], "result": "exit 0"}}
+
+
+def test_variant_boots_are_their_labels_in_the_same_round(tmp_path):
+    """A bpf boot's bpf-zero.json becomes one boot per label, with the
+    boot's index and variant_of; rounds_of puts them in its round."""
+    d = tmp_path / "boot-3-bpf"
+    d.mkdir()
+    recs = [{"kind": "sample", "flavour": fl, "bench": "switch", "nr_ops": 0}
+            for fl in ("bpf-unused", "bpf-noprog", "bpf-unused")]
+    (d / "bpf-zero.json").write_text(
+        "".join(json.dumps(r) + "\n" for r in recs))
+    boot = {"index": 3, "flavour": "bpf", "records": [], "dir": d.name}
+    vs = opbench_io._variant_boots(boot, str(d))
+    assert [(v["flavour"], v["index"], v["variant_of"], len(v["records"]))
+            for v in vs] == [("bpf-noprog", 3, "bpf", 1),
+                             ("bpf-unused", 3, "bpf", 2)]
+    run = {"provenance": {"boot_order": "ops baseline bpf bpf ops baseline"},
+           "boots": [{"index": i, "flavour": f} for i, f in
+                     enumerate("ops baseline bpf bpf ops baseline".split(),
+                               1)] + vs}
+    rounds = opbench_data.rounds_of(run)
+    assert rounds == {1: 0, 2: 0, 3: 0, 4: 1, 5: 1, 6: 1}
+
+
+@pytest.mark.parametrize("x,text", [(1.5, "1.50"), (35.93, "35.93"),
+                                    (5.4e140, "5.4e+140")])
+def test_ratios_stay_within_a_line(x, text):
+    """An interval from too few boots can be astronomical: exponent form."""
+    assert report_core.ratio(x) == text
+    assert len(report_core.pct(x)) < 12

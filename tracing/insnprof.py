@@ -154,7 +154,12 @@ def namer(map_path, binary, counts):
             return "window"
         a = int(x, 16)
         if a >= KERNEL_BASE:
-            return "%s_[k]" % (ksyms(a) or x)
+            s = ksyms(a)
+            if s is None and ends and a >= max(ends):
+                # BPF JIT images and trampolines (the bpf design's
+                # program), or modules: one frame, not one per address.
+                return "[jit or module text]_[k]"
+            return "%s_[k]" % (s or x)
         return (usyms(a) if usyms else None) or "[user]"
     return name
 

@@ -13,7 +13,8 @@
 #   verifier        rseq-bpf-ops probe: the walks not taken, and why
 #   unprivileged    opbench --via bpf as uid 65534, before and after the
 #                   pins are opened to it (chmod 0666)
-#   fault           bpf-fault: a destination unmapped, then read-only
+#   fault           bpf-fault: a destination unmapped, then read-only, then
+#                   mapped but not yet present
 #   counters        rseq-bpf-ops status at the end
 set -u
 rc=0
@@ -84,11 +85,13 @@ section fault
 before=$(./rseq-bpf-ops status)
 ./bpf-fault >> "$out" 2>&1
 st=$?
-echo "exit status $st" >> "$out"
-echo "counters before: $before" >> "$out"
-echo "counters after:  $(./rseq-bpf-ops status)" >> "$out"
+{
+	echo "exit status $st"
+	echo "counters before: $before"
+	echo "counters after:  $(./rseq-bpf-ops status)"
+} >> "$out"
 [ $st -le 1 ] || rc=1
-result "bpf-fault exit $st"
+result "bpf-fault exit $st ($([ $st = 0 ] && echo "alive: no signal" || echo "not alive or not set up")); $(grep '^not-yet-present' "$out" | tail -1)"
 
 section counters
 ./rseq-bpf-ops status >> "$out" 2>&1 || rc=1

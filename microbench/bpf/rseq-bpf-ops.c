@@ -246,14 +246,17 @@ static int load(const char *dir)
 		path_of(path, sizeof(path), dir, "link");
 		if (!err)
 			err = bpf_link__pin(skel->links.rseq_exit, path);
+		path_of(path, sizeof(path), dir, "exit_link");
+		if (!err)
+			err = bpf_link__pin(skel->links.rseq_exit_thread, path);
 		if (err)
 			fprintf(stderr, "%s: pinning in %s failed: %s\n", ME, dir,
 				strerror(-err));
 	}
 	if (!err) {
 		print_prog("rseq_exit", bpf_program__fd(skel->progs.rseq_exit));
-		printf("attached to %s() of kernel %s; pinned in %s\n", RBO_HOOK,
-		       kernel_release(), dir);
+		printf("attached to %s() of kernel %s, and rseq_exit_thread to sched_process_exit; pinned in %s\n",
+		       RBO_HOOK, kernel_release(), dir);
 	}
 	rseq_ops__destroy(skel);	/* the pins keep it */
 	return err ? 1 : 0;
@@ -261,7 +264,9 @@ static int load(const char *dir)
 
 static int unload(const char *dir)
 {
-	static const char *const names[] = { "link", "sets", "slot_of", "stats" };
+	static const char *const names[] = {
+		"link", "exit_link", "sets", "slot_of", "stats",
+	};
 	char path[512];
 	int gone = 0;
 

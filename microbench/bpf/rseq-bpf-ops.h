@@ -16,8 +16,10 @@
  * return to user space after the thread was scheduled out, and before a
  * signal handler. It applies op[0 .. nr - 1] in order with
  * bpf_probe_write_user(): a store that fails (an unmapped or read-only
- * destination) is counted in "stats" and skipped, never reported to the
- * thread.
+ * destination, or a page not present: it cannot fault one in) is skipped
+ * and counted, in "stats" and in the slot's rbo_set::faults, which the
+ * thread may read; nothing tells the thread otherwise. A thread that exits
+ * loses its slot (sched_process_exit).
  */
 #ifndef RSEQ_BPF_OPS_H
 #define RSEQ_BPF_OPS_H
@@ -55,7 +57,8 @@ struct rbo_op {
 struct rbo_set {
 	__u32 nr;		/* operations registered */
 	__u32 tid;		/* the owner's thread ID, 0 when free */
-	__u64 pad;
+	__u32 faults;		/* stores skipped because they faulted */
+	__u32 pad;
 	struct rbo_op op[RBO_OPS_MAX];
 };
 

@@ -130,7 +130,33 @@ int BPF_PROG(rseq_exit, __u32 cpu_id, __u32 mm_cid)
 		nr = RBO_OPS_MAX;
 	if (nr)
 		bpf_loop(nr, apply_one, &w, 0);
+	/* Only the owner's own exits write it: no other writer. */
+	if (w.faults)
+		w.set->faults += w.faults;
 	count(&w, nr);
+	return 0;
+}
+
+/*
+ * A thread that exits gives its slot back, registered or not: its thread
+ * ID may come back as another thread's.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(rseq_exit_thread)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct rbo_set *set;
+	__u32 *slot;
+
+	slot = bpf_map_lookup_elem(&slot_of, &tid);
+	if (!slot)
+		return 0;
+	set = bpf_map_lookup_elem(&sets, slot);
+	if (set && set->tid == tid) {
+		set->nr = 0;
+		set->tid = 0;	/* the owner is exiting: no other writer */
+	}
+	bpf_map_delete_elem(&slot_of, &tid);
 	return 0;
 }
 
