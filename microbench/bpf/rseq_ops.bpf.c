@@ -130,9 +130,13 @@ int BPF_PROG(rseq_exit, __u32 cpu_id, __u32 mm_cid)
 		nr = RBO_OPS_MAX;
 	if (nr)
 		bpf_loop(nr, apply_one, &w, 0);
-	/* Only the owner's own exits write it: no other writer. */
-	if (w.faults)
-		w.set->faults += w.faults;
+	/*
+	 * Only the owner's own exits write it: no other writer. Without a
+	 * branch on w.faults: a branch makes the verifier track the count
+	 * precisely through bpf_loop()'s callback, whose states then never
+	 * converge ("BPF program is too large. Processed 1000001 insn").
+	 */
+	w.set->faults += w.faults;
 	count(&w, nr);
 	return 0;
 }
