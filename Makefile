@@ -250,7 +250,8 @@ help:
 	@echo '                 configuration ops and the negative control, bpf (the BPF'
 	@echo '                 design'"'"'s hook), and ops for powerpc book3s/32 (make'
 	@echo '                 arch-run'"'"'s kernel)'
-	@echo '  test-host      host-only tests (no kernel build, no boot; network cut)'
+	@echo '  test-host      host-only tests (no kernel build, no boot; network cut;'
+	@echo '                 makes the cross build root first)'
 	@echo '  deps           install missing Debian packages (root)'
 	@echo '  buildroot      make the Debian trixie build root (gcc 14) that kernels and'
 	@echo '                 guest binaries are built in (debootstrap, cached)'
@@ -408,7 +409,10 @@ check-series: kernels
 # exercise may fetch. The rig tests read what the build steps fetched.
 HOST_TESTS = scripts/offline $(PYTHON) -m pytest -q $(PYTEST_V) -m 'not rig' tests/
 
+# The cross build root first: the host tests build the BPF design's loader
+# in it (tests/test_bpf.py), and they run with the network cut.
 test-host: deps
+	$(Q)BUILDROOT=cross kernel-patch/scripts/buildroot.sh path >/dev/null
 	$(Q)$(HOST_TESTS)
 
 test: deps test-kernels image plugin-header
