@@ -229,8 +229,11 @@ def cover_lines(a, wrap):
         text += ("; at N = 0 against the unpatched kernel, per switch "
                  "loop: %s" % ", ".join(zparts))
     text += ". "
-    known = [(k, res(k)) for k in ("capabilities", "kernel-log",
-                                   "unprivileged", "fault") if res(k)]
+    labels = (("capabilities", "the loader"), ("kernel-log", "the kernel "
+                                                "log"),
+              ("unprivileged", "unprivileged threads"),
+              ("fault", "faulting destinations"))
+    known = [(lab, res(k)) for k, lab in labels if res(k)]
     if known:
         text += "Measured on it: " + "; ".join("%s: %s" % kv
                                                 for kv in known) + ". "

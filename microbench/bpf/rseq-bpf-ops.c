@@ -136,6 +136,7 @@ static const char *verifier_reason(const char *log, char *buf, size_t n)
 	static const char *const causes[] = {
 		"unknown func", "invalid", "too large", "too complex", "infinite",
 		"unbounded", "back-edge", "not allowed", "permission",
+		"cannot use helper", "cannot call",
 		"unreleased", "misaligned", "R0 !read_ok", "math between",
 	};
 	const char *q = log, *why = NULL;
