@@ -164,17 +164,22 @@ int BPF_PROG(rseq_exit_thread)
 	return 0;
 }
 
+/* The probes' start: the calling thread's slot in @w, and its count. */
+static __always_inline __u32 probe_begin(struct walk *w)
+{
+	w->set = my_set();
+	return w->set ? *(volatile __u32 *)&w->set->nr : 0;
+}
+
 /* probe: a loop bounded by the limit, which the verifier walks through. */
 SEC("?fentry/" RBO_HOOK)
 int BPF_PROG(walk_bounded_loop, __u32 cpu_id, __u32 mm_cid)
 {
 	struct walk w = { .cpu_id = cpu_id, .mm_cid = mm_cid };
-	__u32 nr;
+	__u32 nr = probe_begin(&w);
 
-	w.set = my_set();
 	if (!w.set)
 		return 0;
-	nr = *(volatile __u32 *)&w.set->nr;
 	for (__u32 i = 0; i < RBO_OPS_MAX; i++) {
 		if (i >= nr)
 			break;
@@ -190,12 +195,10 @@ SEC("?fentry/" RBO_HOOK)
 int BPF_PROG(walk_unbounded_loop, __u32 cpu_id, __u32 mm_cid)
 {
 	struct walk w = { .cpu_id = cpu_id, .mm_cid = mm_cid };
-	__u32 nr;
+	__u32 nr = probe_begin(&w);
 
-	w.set = my_set();
 	if (!w.set)
 		return 0;
-	nr = *(volatile __u32 *)&w.set->nr;
 	for (__u32 i = 0; i < nr; i++) {
 		if (op_apply(&w.set->op[i & (RBO_OPS_MAX - 1)], &w))
 			w.stores++;
