@@ -182,3 +182,59 @@ def test_ratios_stay_within_a_line(x, text):
     """An interval from too few boots can be astronomical: exponent form."""
     assert report_core.ratio(x) == text
     assert len(report_core.pct(x)) < 12
+
+
+SYNTH = os.path.join(TOP, "tests", "data", "make-synthetic-run.py")
+
+
+@pytest.fixture(scope="module")
+def bpf_walker(tmp_path_factory):
+    """A synthetic walker run with the bpf flavour and its bpf-zero.json
+    (make-synthetic-run.py --with-bpf), analysed."""
+    d = tmp_path_factory.mktemp("bpfwalker") / "20261205T000000Z-walker"
+    subprocess.run([sys.executable, SYNTH, str(d), "--plan", "walker",
+                    "--with-bpf"], check=True)
+    return str(d), opbench_data.analyse(opbench_data.load(str(d)))
+
+
+def test_bpf_design_known_answers(bpf_walker):
+    """The bpf slope, its ratio to ops's, the 2048 walk and N = 0 of each
+    variant come back as the generator wrote them."""
+    _, a = bpf_walker
+    b = a["bpf"]
+    sl = {(s["bench"], s["flavour"]): s for s in b["slopes"]}
+    for bench in ("switch", "preempt"):
+        assert sl[(bench, "bpf")]["value"] == pytest.approx(107.0, abs=0.05)
+        lo, hi = sl[(bench, "bpf")]["ci"]
+        assert lo <= 107.0 <= hi
+        r = [x for x in b["ratios"] if x["bench"] == bench][0]
+        assert r["ratio"] == pytest.approx(107.0 / 45.2, rel=1e-3)
+        assert sl[(bench, "bpf")]["walk_max"] == pytest.approx(
+            107.0 * 2048, rel=1e-4)
+    zero = {(z["bench"], z["flavour"]): z["diff"] for z in b["zero"]}
+    # against baseline's 4456 (switch) and 3000 (preempt)
+    for (bench, fl), want in {("switch", "bpf-unused"): 7.0,
+                              ("switch", "bpf-noprog"): 93.0,
+                              ("switch", "bpf"): 688.0,
+                              ("preempt", "bpf-unused"): 6.0,
+                              ("preempt", "bpf-noprog"): 12.0,
+                              ("preempt", "bpf"): 276.0}.items():
+        assert zero[(bench, fl)] == pytest.approx(want, abs=2.5), (bench, fl)
+    assert b["facts"] is None
+
+
+def test_bpf_design_in_the_report_and_the_letter(bpf_walker):
+    """The report's "Why not BPF?" section and the cover letter's
+    paragraph, with the run's figures; without facts, the report says the
+    requirements were not measured."""
+    d, a = bpf_walker
+    import cover_perf
+    import opbench_report
+    text = opbench_report.render(a)
+    sec = text.split("Why not BPF?", 1)[1].split("-" * 72, 1)[0]
+    assert "bpf / ops 2.37" in sec
+    assert "bpf-unused" in sec and "bpf-noprog" in sec
+    assert "Requirements: not measured in this run" in sec
+    letter = cover_perf.section(a)
+    assert "Why not BPF?" in letter and "2.37" in letter
+    assert "Measured on it" not in letter

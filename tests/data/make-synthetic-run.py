@@ -86,6 +86,15 @@ SCATTERED_EXTRA = 0.5
 I_GAP = 800.0
 P_GAPS, I_GAPS = 12, 4
 PERIOD_US = 331
+# --with-bpf: the BPF design beside them (its walk, its entry, its N = 0
+# with the program attached), and its N = 0 before the program is loaded
+# (bpf-zero.json): bpf-unused (no opt-in), bpf-noprog (opted in).
+BPF_WALK = 107.0
+BPF_SWITCH_ENTRY = 5100.0
+BPF_SWITCH_ZERO = {"bpf": 5144.0, "bpf-unused": 4463.0,
+                   "bpf-noprog": 4549.0}
+BPF_PREEMPT_ZERO = {"bpf": 3276.0, "bpf-unused": 3006.0,
+                    "bpf-noprog": 3012.0}
 SERIES = {"ops": (None, 6), "rfc": ("rfc0123456789abc", 4),
           "resident": ("res0123456789abc", 9), "baseline": ("none", 0)}
 # walker_loops.py's table per flavour, as bench-run.sh writes it (one run of
@@ -310,9 +319,41 @@ def synthetic(args):
                                                         shift)])
 
 
+def with_bpf():
+    """--with-bpf: the bpf flavour in the tables above."""
+    WALKER_FLAVOURS.append("bpf")
+    WALK["bpf"] = BPF_WALK
+    SWITCH_ENTRY["bpf"] = BPF_SWITCH_ENTRY
+    SWITCH_ZERO.update(BPF_SWITCH_ZERO)
+    PREEMPT_ZERO.update(BPF_PREEMPT_ZERO)
+    SERIES["bpf"] = ("bpf0123456789abc", 1)
+
+
+def bpf_zero(d, rng, shift):
+    """A bpf boot's bpf-zero.json: N = 0 of switch and preempt (packed) as
+    bpf-unused and bpf-noprog, as guest-bench.sh writes them."""
+    recs = []
+    for label in ("bpf-unused", "bpf-noprog"):
+        # opbench's clock record, labelled as its cells (-f LABEL)
+        recs.append({"kind": "clock", "flavour": label,
+                     "kernel": "7.2.13-bpf", "clock": "tsc",
+                     "insns": 200000, "ticks": 200000, "ticks_per_insn": 1.0,
+                     "ns_per_tick": 1.0})
+        recs += [dict(r, via="prctl" if label == "bpf-unused" else "bpf")
+                 for r in boot_records(rng, "switch", label, 0, shift, [0],
+                                       WALKER_SAMPLES, walker_truth, False)]
+        recs += [r for r in preempt_records(rng, label, shift, "packed")
+                 if r["nr_ops"] == 0]
+    with open(os.path.join(d, "bpf-zero.json"), "w") as f:
+        for r in recs:
+            f.write(json.dumps(r, separators=(",", ":")) + "\n")
+
+
 def walker(args):
     rng = np.random.default_rng(20261204)
     order = []
+    if args.with_bpf:
+        with_bpf()
     for _ in range(WALKER_BOOTS):
         order += list(rng.permutation(WALKER_FLAVOURS))
     write_run(args, "walker", order, WALKER_NS, WALKER_BOOTS)
@@ -332,6 +373,9 @@ def walker(args):
         write_boot(os.path.join(args.dir, "boot-%d-%s" % (i, fl)), rng, i,
                    fl, args.accel, (h or args.series_hash, str(n)),
                    records(fl))
+        if fl == "bpf":
+            bpf_zero(os.path.join(args.dir, "boot-%d-%s" % (i, fl)), rng,
+                     rng.normal(0, 0.5))
     d = os.path.join(args.dir, "walker-loops")
     os.makedirs(d)
     for fl, row in LOOPS.items():
@@ -369,6 +413,8 @@ def main():
                     default="synthetic")
     ap.add_argument("--series-hash", default=SERIES_HASH)
     ap.add_argument("--kernel", metavar="KDIR")
+    ap.add_argument("--with-bpf", action="store_true",
+                    help="--plan walker: the bpf flavour too")
     args = ap.parse_args()
     if args.plan == "synthetic":
         synthetic(args)
