@@ -507,7 +507,8 @@ kit: deps buildroot
 host-check:
 	$(Q)sh scripts/host-state.sh --advice
 
-bench-walker:
+# plugin-header: the instruction profile of the bpf flavour's walk.
+bench-walker: plugin-header
 	$(Q)$(MAKE) --no-print-directory bench PLAN=walker
 
 report:

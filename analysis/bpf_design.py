@@ -46,6 +46,51 @@ def read_facts(rdir):
     return {"path": os.path.relpath(paths[-1], rdir), "sections": out}
 
 
+# The instruction profile bench-run.sh takes of bpf's walk beside ops'
+# (trace.sh insn bpf switch 64 ops 64), and the rows the report shows.
+PROFILE_OPS = 64
+PROFILE_ROWS = {"bpf": ("rseq_exit_bpf_hook_[k]", "[jit or module text]_[k]",
+                        "bpf_probe_write_user_[k]",
+                        "__htab_map_lookup_elem_[k]"),
+                "ops": ("rseq_ops_apply_[k]",)}
+
+
+def read_table(path):
+    """insnprof's table.txt: {"per_walk": float, "rows": {function: (self,
+    incl)}} per walk, or None."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    if not lines or "per walk: " not in lines[0]:
+        return None
+    rows = {}
+    for line in lines[2:]:
+        p = line.split(None, 2)
+        if len(p) == 3:
+            try:
+                rows[p[2]] = (float(p[0]), float(p[1]))
+            except ValueError:
+                continue
+    return {"per_walk": float(lines[0].rsplit("per walk: ", 1)[1]),
+            "rows": rows}
+
+
+def read_profile(rdir):
+    """The run's instruction profile of bpf's walk and ops' (tracing/*-
+    trace-insn-bpf-switch-N/), or None."""
+    dirs = sorted(glob.glob(os.path.join(
+        rdir, "tracing", "*-trace-insn-bpf-switch-%d" % PROFILE_OPS)))
+    if not dirs:
+        return None
+    out = {"path": os.path.relpath(dirs[-1], rdir), "ops_n": PROFILE_OPS}
+    for fl in ("bpf", "ops"):
+        out[fl] = read_table(os.path.join(dirs[-1], "%s-%d" % (
+            fl, PROFILE_OPS), "table.txt"))
+    return out if out["bpf"] else None
+
+
 def analyse(a):
     """The BPF design beside ANCHOR, or None when the run has no bpf."""
     d = a.get("designs")
@@ -63,6 +108,7 @@ def analyse(a):
         "missing": pick(d.get("missing", [])),
         "names": d["names"],
         "facts": read_facts(a["dir"]),
+        "profile": read_profile(a["dir"]),
     }
 
 
@@ -87,6 +133,42 @@ def _fact_lines(facts):
             out += textwrap.wrap("=> " + sec["result"], WIDTH,
                                  initial_indent="  ",
                                  subsequent_indent="     ")
+    return out
+
+
+def _profile_lines(prof):
+    if not prof:
+        return textwrap.wrap(
+            "Instruction profile of the walk: not taken in this run (no "
+            "tracing/*-trace-insn-bpf-switch-%d/: make plugin-header, or "
+            "make flamegraph MODE=instructions FLAVOUR=bpf OPS=%d VS=\"ops "
+            "%d\")." % (PROFILE_OPS, PROFILE_OPS, PROFILE_OPS), WIDTH)
+    n = prof["ops_n"]
+    out = textwrap.wrap(
+        "Instruction profile of switch at N = %d, every guest instruction "
+        "counted by the QEMU plugin (%s), instructions per walk, self and "
+        "with callees:" % (n, prof["path"]), WIDTH)
+    out.append("  %-6s %-30s %9s %9s" % ("design", "function", "self",
+                                         "incl"))
+    for fl in ("bpf", "ops"):
+        t = prof.get(fl)
+        if not t:
+            out.append("  %-6s not profiled" % fl)
+            continue
+        for fn in PROFILE_ROWS[fl]:
+            if fn in t["rows"]:
+                s, i = t["rows"][fn]
+                out.append("  %-6s %-30s %9.1f %9.1f" % (fl, fn[:30], s, i))
+    hook = prof["bpf"]["rows"].get(PROFILE_ROWS["bpf"][0])
+    walk = (prof.get("ops") or {}).get("rows", {}).get(PROFILE_ROWS["ops"][0])
+    if hook:
+        out += textwrap.wrap(
+            "  Below the hook: %.1f per operation on bpf%s, the walk's "
+            "fixed costs spread over its %d operations (the JIT image "
+            "holds the trampoline, the program and its inlined bpf_loop(); "
+            "it is not in System.map)." % (
+                hook[1] / n, ", %.1f in ops' walker" % (walk[1] / n)
+                if walk else "", n), WIDTH, subsequent_indent="  ")
     return out
 
 
@@ -167,6 +249,7 @@ def bpf_lines(b, a):
             by = {c["nr_ops"]: c["value"] for c in r["cells"]}
             lines.append("  %-6s" % r["flavour"] + "".join(
                 "%10s" % (num(by[n]) if n in by else "n/a") for n in show))
+    lines += [""] + _profile_lines(b.get("profile"))
     lines += [""] + _fact_lines(b["facts"])
     lines += [""] + textwrap.wrap(
         "What it cannot promise, as built: a store that faults is skipped "

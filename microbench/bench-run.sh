@@ -323,6 +323,19 @@ elif [[ " $FLAVOURS " == *" ops "* ]]; then
 else
 	log "no ops flavour in FLAVOURS: nothing to trace"
 fi
+# The BPF design's walk, every instruction of it beside ops' (the report's
+# "Why not BPF?" reads its table.txt): the QEMU plugin needs the plugin
+# header (make plugin-header; make bench-walker makes it).
+if [ "$runner" = qemu ] && [[ " ${fl[*]} " == *" bpf "* ]]; then
+	if qh=$(manifest_get qemu_plugin_h 2>/dev/null) && [ -f "$qh/qemu-plugin.h" ]; then
+		if ! trace insn bpf switch 64 ops 64; then
+			log "the instruction profile of bpf failed (see $out/tracing/); the report says it is missing"
+			rc=1
+		fi
+	else
+		log "no instruction profile of bpf: no qemu-plugin.h in the manifest (make plugin-header)"
+	fi
+fi
 # The stretches with interrupts or preemption off, on the latency kernels
 # (KCONFIG=latency, built by make bench-kernels for the plan's LATENCY).
 if [ "$runner" = qemu ] && [ -n "${LATENCY:-}" ]; then

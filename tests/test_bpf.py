@@ -238,3 +238,24 @@ def test_bpf_design_in_the_report_and_the_letter(bpf_walker):
     letter = cover_perf.section(a)
     assert "Why not BPF?" in letter and "2.37" in letter
     assert "Measured on it" not in letter
+
+
+def test_bpf_profile_read_from_the_run(tmp_path):
+    """The instruction profile bench-run.sh takes (tracing/*-trace-insn-
+    bpf-switch-64/): the hook's and the walker's rows per walk, and per
+    operation; a run without it says how to take it."""
+    assert "not taken in this run" in "\n".join(
+        bpf_design._profile_lines(bpf_design.read_profile(str(tmp_path))))
+    d = tmp_path / "tracing" / "20261205T000000Z-trace-insn-bpf-switch-64"
+    for fl, rows in (("bpf", "         2.0       6400.0  rseq_exit_bpf_hook_[k]\n"
+                      "      3200.0       6398.0  [jit or module text]_[k]\n"),
+                     ("ops", "       320.0        320.0  rseq_ops_apply_[k]\n")):
+        (d / ("%s-64" % fl)).mkdir(parents=True)
+        (d / ("%s-64" % fl) / "table.txt").write_text(
+            "instructions in the windows: 900 (3 window(s)); per walk: 9000.0\n"
+            "   self/walk    incl/walk  function\n" + rows)
+    p = bpf_design.read_profile(str(tmp_path))
+    assert p["bpf"]["rows"]["rseq_exit_bpf_hook_[k]"] == (2.0, 6400.0)
+    assert p["ops"]["per_walk"] == 9000.0
+    text = "\n".join(bpf_design._profile_lines(p))
+    assert "Below the hook: 100.0 per operation on bpf, 5.0 in ops' walker" in text
