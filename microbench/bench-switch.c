@@ -55,12 +55,19 @@ static void *partner_fn(void *arg)
 		long m = __atomic_load_n(&p->mine, __ATOMIC_RELAXED);
 		uint8_t b;
 
+		bool ran;
+
 		watch_arm(&w);
 		__atomic_store_n(&p->enter, p->enter + 1, __ATOMIC_RELAXED);
 		sched_yield();
+		/*
+		 * Whether the measured thread ran before the words: a
+		 * preemption between the two reads then adds a walk the check
+		 * does not expect, never a switch without its walk.
+		 */
+		ran = __atomic_load_n(&p->mine, __ATOMIC_RELAXED) != m;
 		b = watch_read(&w);
-		if (__atomic_load_n(&p->mine, __ATOMIC_RELAXED) != m &&
-		    (to.nr ? b != full : b != 0))
+		if (ran && (to.nr ? b != full : b != 0))
 			__atomic_store_n(&p->violations, p->violations + 1,
 					 __ATOMIC_RELAXED);
 		__atomic_store_n(&p->loops, p->loops + 1, __ATOMIC_RELAXED);
@@ -114,19 +121,24 @@ int bench_switch(struct bench_ctx *ctx)
 			long pe = __atomic_load_n(&p.enter, __ATOMIC_RELAXED);
 			long pl = __atomic_load_n(&p.loops, __ATOMIC_RELAXED);
 			uint64_t t0;
+			bool ran;
 
 			watch_arm(&w);
 			t0 = tsc_now();
 			sched_yield();
 			it.dt[i & it.mask] = tsc_now() - t0;
-			it.bits[i & it.mask] = watch_read(&w);
 			/*
 			 * The partner ran if it began or finished a yield: a
 			 * partner preempted just before its yield only begins
-			 * one in this iteration.
+			 * one in this iteration. Read before the words: a
+			 * preemption between the two reads then shows a walk
+			 * without a switch (counted as unexpected, a hint),
+			 * never a switch without its walk (a failed sample).
 			 */
-			if (__atomic_load_n(&p.enter, __ATOMIC_RELAXED) != pe ||
-			    __atomic_load_n(&p.loops, __ATOMIC_RELAXED) != pl)
+			ran = __atomic_load_n(&p.enter, __ATOMIC_RELAXED) != pe ||
+			      __atomic_load_n(&p.loops, __ATOMIC_RELAXED) != pl;
+			it.bits[i & it.mask] = watch_read(&w);
+			if (ran)
 				it.bits[i & it.mask] |= IT_SWITCHED;
 			__atomic_store_n(&p.mine, p.mine + 1, __ATOMIC_RELAXED);
 		}
