@@ -82,6 +82,21 @@ bpf_programs() {
 		die "cannot build the BPF design's loader (microbench/bpf/Makefile) in the cross build root"
 }
 
+# build_ticker LABEL LOG T0: while this script runs, every 30 s, the
+# compiles LOG has seen since T0 (date +%s), as "LABEL still building";
+# sets ticker and an EXIT trap that ends it. The ticker holds no lock of
+# the caller's (fd 8 closed).
+build_ticker() {
+	local label=$1 buildlog=$2 t0=$3
+	(
+		while sleep 30 && kill -0 $$ 2>/dev/null; do
+			log "$label still building: $(grep -c '^  CC' "$buildlog" 2>/dev/null || true) compiles, $(fmt_secs $(( $(date +%s) - t0 )))"
+		done
+	) 8>&- >/dev/null &
+	ticker=$!
+	trap 'kill $ticker 2>/dev/null || true' EXIT
+}
+
 # Where a toolchain's kernels and build trees live, below <source version>/.
 toolchain_dir() {
 	case "$TOOLCHAIN" in

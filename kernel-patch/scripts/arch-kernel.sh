@@ -118,13 +118,7 @@ export KBUILD_BUILD_HOST=rseq-opbench
 buildlog=$obj/build.log
 log "[$arch $flavour] building linux $srcver-$flavour for $karch (log: $buildlog)"
 tb=$(date +%s)
-(
-	while sleep 30 && kill -0 $$ 2>/dev/null; do
-		log "[$arch $flavour] still building: $(grep -c '^  CC' "$buildlog" 2>/dev/null || true) compiles, $(fmt_secs $(( $(date +%s) - tb )))"
-	done
-) 8>&- >/dev/null &
-ticker=$!
-trap 'kill $ticker 2>/dev/null || true' EXIT
+build_ticker "[$arch $flavour]" "$buildlog" "$tb"
 rc=0
 if [ "${V:-0}" = 1 ]; then
 	kmake -j"$(nproc)" LOCALVERSION="-$flavour" 2>&1 | tee "$buildlog" || rc=$?
@@ -132,7 +126,8 @@ if [ "${V:-0}" = 1 ]; then
 else
 	kmake -j"$(nproc)" LOCALVERSION="-$flavour" >"$buildlog" 2>&1 || rc=$?
 fi
-kill $ticker 2>/dev/null || true
+# shellcheck disable=SC2154 # set by build_ticker (common.sh)
+kill "$ticker" 2>/dev/null || true
 if [ $rc -ne 0 ]; then
 	tail -30 "$buildlog" >&2
 	die "[$arch $flavour] build failed; full log: $buildlog"

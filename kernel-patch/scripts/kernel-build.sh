@@ -152,14 +152,7 @@ buildlog=$obj/build.log
 log "[$flavour] building linux $srcver$suffix (log: $buildlog)"
 tb=$(date +%s)
 # The ticker must not hold the flavour's lock (fd 8), and ends with us.
-(
-	while sleep 30 && kill -0 $$ 2>/dev/null; do
-		n=$(grep -c '^  CC' "$buildlog" 2>/dev/null || true)
-		log "[$flavour] still building: $n compiles, $(fmt_secs $(( $(date +%s) - tb )))"
-	done
-) 8>&- >/dev/null &
-ticker=$!
-trap 'kill $ticker 2>/dev/null || true' EXIT
+build_ticker "[$flavour]" "$buildlog" "$tb"
 rc=0
 if [ "${V:-0}" = 1 ]; then
 	in_buildroot make "${makeargs[@]}" bzImage 2>&1 | tee "$buildlog" || rc=$?
@@ -167,7 +160,8 @@ if [ "${V:-0}" = 1 ]; then
 else
 	in_buildroot make "${makeargs[@]}" bzImage >"$buildlog" 2>&1 || rc=$?
 fi
-kill $ticker 2>/dev/null || true
+# shellcheck disable=SC2154 # set by build_ticker (common.sh)
+kill "$ticker" 2>/dev/null || true
 if [ $rc -ne 0 ]; then
 	tail -30 "$buildlog" >&2
 	die "[$flavour] build failed; full log: $buildlog"
