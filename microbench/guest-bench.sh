@@ -153,7 +153,8 @@ run_word() {
 # twice, into bpf-zero.json: as a thread that does not use the hook
 # (flavour label bpf-unused), and as one that opted in to it with no
 # program attached (bpf-noprog). Then the program is loaded (what the
-# loader and the kernel said: rseq-bpf-ops.txt) and every cell registers
+# loader said: rseq-bpf-ops.txt; what the kernel logs at load is measured
+# by guest-bpf-facts.sh, in its own boot) and every cell registers
 # its operations with it (--via bpf); at N = 0 the thread opts in, and the
 # program runs and finds no operation.
 bpf_via=
@@ -167,8 +168,6 @@ if [ -x ./rseq-bpf-ops ]; then
 		echo "== rseq-bpf-ops load"
 		./rseq-bpf-ops load
 		echo "status=$?"
-		echo "== kernel log"
-		dmesg | grep -i -E 'bpf|probe_write' | tail -20
 	} > rseq-bpf-ops.txt 2>&1
 	if ! grep -q '^status=0$' rseq-bpf-ops.txt; then
 		echo "guest-bench: loading the BPF design failed (rseq-bpf-ops.txt)" >&2
