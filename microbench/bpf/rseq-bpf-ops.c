@@ -355,9 +355,9 @@ static int probe(void)
 		processed_line(vlog, processed, sizeof(processed));
 		if (!err) {
 			print_prog(variants[i], bpf_program__fd(prog));
-			printf("  accepted, verified in %.1f s\n", t);
+			printf("  accepted, verified in %.1f s of CLOCK_MONOTONIC (emulated time in a TCG guest)\n", t);
 		} else {
-			printf("%s: refused: %s, after %.1f s\n", variants[i], strerror(-err), t);
+			printf("%s: refused: %s, after %.1f s of CLOCK_MONOTONIC\n", variants[i], strerror(-err), t);
 			verifier_reason(vlog, why, sizeof(why));
 			if (*why)
 				printf("  verifier: %s\n", why);
