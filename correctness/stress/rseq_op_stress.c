@@ -71,7 +71,17 @@
 
 #define MAX_OPS		OB_RSEQ_OP_LIST_LIMIT
 #define SLOTS		STRIDE_SLOTS
+/*
+ * Never a user address: x86-64's direct map on 64-bit, and on 32-bit the
+ * page below the top, above TASK_SIZE of 32-bit kernels and compat tasks
+ * (a 64-bit constant would truncate to a NULL pointer there). With up to
+ * 511 words past it, it stays below 4 GiB.
+ */
+#if UINTPTR_MAX == 0xffffffffU
+#define KERNEL_ADDR	0xffffe000ULL
+#else
 #define KERNEL_ADDR	0xffff888000000000ULL
+#endif
 #define VICTIM_ALARM	60
 
 enum stage { STAGE_START, STAGE_KEPT, STAGE_BROKEN };
