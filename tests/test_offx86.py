@@ -50,7 +50,8 @@ def test_ppc32_destinations_in_seven_segments(tmp_path):
 def test_rseq_op_test_as_an_i386_task_on_debug_ops(tmp_path):
     """rseq_op_test built by Debian's i686 compiler, run as a 32-bit task
     on the debug kernel of ops (CONFIG_IA32_EMULATION): every case passes
-    or skips, and the binary is a 32-bit ELF."""
+    or skips, also under the PER_LINUX32 personality (where uname() says
+    i686), and the binary is a 32-bit ELF."""
     r = subprocess.run([os.path.join(TOP, "correctness/compat-run.sh"), "ops"],
                        capture_output=True, text=True, timeout=1500,
                        env=dict(os.environ, RESULTS_ROOT=str(tmp_path)))
@@ -64,6 +65,8 @@ def test_rseq_op_test_as_an_i386_task_on_debug_ops(tmp_path):
     assert passes and min(passes) >= 60, r.stdout[-2000:]
     assert "\nok 1 segments.i386\n" in r.stdout, r.stdout[:1500]
     assert "\nok 2 rseq_op_test.i386.1\n" in r.stdout
+    assert "\nok 3 rseq_op_test.i386.linux32\n" in r.stdout
+    assert len(passes) == 2, r.stdout[-2000:]
     out = r.stdout.strip().splitlines()[-1]
     with open(os.path.join(out, "kernel-problems.txt")) as f:
         assert f.read() == ""
