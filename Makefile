@@ -268,7 +268,7 @@ help:
 	@echo '                 of kernel-patch/series, v3 (SERIES=kernel-patch/v2: series v2)'
 	@echo '  check-arches   the series (RFC, v2, v3) built for arm64, riscv64, powerpc'
 	@echo '                 book3s/32 with KUAP, ppc64le, s390x, i386, loongarch64 and'
-	@echo '                 x86_64 (and there W=1, sparse if new enough, clang, allnoconfig,'
+	@echo '                 x86_64 (and there W=1, sparse from sid, clang, allnoconfig,'
 	@echo '                 randconfig),'
 	@echo '                 each prefix of v3, RSEQ=y and =n; a table (long: about 1 h'
 	@echo '                 cold, minutes on a rerun; PREFIXES=tip|last|all, CELLS=...)'

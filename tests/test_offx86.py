@@ -70,3 +70,25 @@ def test_rseq_op_test_as_an_i386_task_on_debug_ops(tmp_path):
     out = r.stdout.strip().splitlines()[-1]
     with open(os.path.join(out, "kernel-problems.txt")) as f:
         assert f.read() == ""
+
+
+@pytest.mark.rig
+def test_the_cross_root_sparse_is_one_the_tree_accepts():
+    """make check-arches's sparse cell checks something only if kbuild
+    takes the cross root's sparse: the tree's scripts/checker-valid.sh
+    prints 1 for the sparse in PATH (sid's) and 0 for trixie's 0.6.4,
+    which lacks __typeof_unqual__."""
+    src = subprocess.run([os.path.join(TOP, "kernel-patch/scripts/kernel-source.sh")],
+                         capture_output=True, text=True, timeout=600)
+    assert src.returncode == 0, src.stderr
+    src = src.stdout.strip().splitlines()[-1]
+    r = subprocess.run(
+        [os.path.join(TOP, "kernel-patch/scripts/buildroot.sh"), "run", "--bind", src, "--",
+         "sh", "-c", 'cd "$1" && scripts/checker-valid.sh sparse && '
+         'scripts/checker-valid.sh /usr/bin/sparse && sparse --version', "_", src],
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, BUILDROOT="cross", BUILDROOT_MAKE="no"))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert out[:2] == ["1", "0"], r.stdout
+    assert "Debian: 0.6.5" in out[2], r.stdout

@@ -103,19 +103,56 @@ key=$( (echo "$SUITE"; echo "${PKGS[*]}"; declare -f make_root) | sha256sum | cu
 dir=$CACHE_DIR/buildroot/$SUITE-$key
 root=$dir/root
 
-# The cross root: a copy of the base root with these installed by apt. It
-# has its own key (the base key, this list and make_cross()), so that the
-# kernels built in the base root keep theirs. The i686 compiler builds the
-# 32-bit programs for i386 compat (gcc-multilib conflicts with every cross
-# gcc in Debian); the cross libc packages are for the static guest programs
-# of the architectures that boot. clang, bpftool and libbpf-dev also build
-# the BPF design's program and loader (microbench/bpf/).
+# The cross root: a copy of the base root with these installed by apt, and
+# sid's sparse (sid_sparse). It has its own key (the base key, this list,
+# make_cross() and sid_sparse()), so that the kernels built in the base
+# root keep theirs. The i686 compiler builds the 32-bit programs for i386
+# compat (gcc-multilib conflicts with every cross gcc in Debian); the cross
+# libc packages are for the static guest programs of the architectures
+# that boot. clang, bpftool and libbpf-dev also build the BPF design's
+# program and loader (microbench/bpf/).
 CROSS_PKGS=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 	gcc-riscv64-linux-gnu libc6-dev-riscv64-cross
 	gcc-powerpc-linux-gnu libc6-dev-powerpc-cross
 	gcc-powerpc64le-linux-gnu gcc-s390x-linux-gnu gcc-loongarch64-linux-gnu
 	gcc-i686-linux-gnu libc6-dev-i386-cross clang lld llvm sparse
 	bpftool libbpf-dev)
+
+# sid_sparse ROOT: sparse from Debian sid, ahead of trixie's in PATH. The
+# 7.2 tree's scripts/checker-valid.sh asks sparse for __typeof_unqual__,
+# which trixie's 0.6.4 lacks, so kbuild refuses it and `C=1` checks
+# nothing; sid's 0.6.5~rc1 has it. Only its binary is taken (it needs
+# nothing but glibc >= 2.38, which trixie has): installing the package
+# would pull gcc-16 and sid's libraries into the root. apt downloads it,
+# from its own list of sid alone, and checks the archive's signature; the
+# mirror here is a frozen snapshot, so sid's Valid-Until is not checked.
+# When sid no longer has it or it does not run, the root keeps trixie's
+# sparse and the sparse cell of `make check-arches` says "no sparse".
+sid_sparse() {
+	local r=$1 d=/var/lib/rseq-opbench-sid
+	mkdir -p "$r$d/lists/partial" "$r$d/parts"
+	echo "deb $(mirror) sid main" > "$r$d/sources.list"
+	if chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+		DEBIAN_FRONTEND=noninteractive /bin/sh -c '
+		set -e
+		d=$1
+		set -- -q -o Dir::Etc::SourceList="$d/sources.list" \
+			-o Dir::Etc::SourceParts="$d/parts" -o Dir::State::Lists="$d/lists" \
+			-o Acquire::Check-Valid-Until=false -o Acquire::Languages=none \
+			-o APT::Sandbox::User=root
+		apt-get "$@" update
+		cd "$d"
+		apt-get "$@" download sparse/sid
+		dpkg-deb -x sparse_*.deb "$d/sparse"
+		"$d/sparse/usr/bin/sparse" --version
+		ln -sf "$d/sparse/usr/bin/sparse" /usr/local/bin/sparse
+		rm -rf "$d/lists" sparse_*.deb' _ "$d" >>"$r/../apt.log" 2>&1; then
+		log "  sparse from sid: $(chroot "$r" /usr/local/bin/sparse --version 2>&1)"
+	else
+		rm -f "$r/usr/local/bin/sparse"
+		log "warning: sparse from sid could not be had (log: ${r%/root}/apt.log); the root keeps trixie's, and make check-arches's sparse cell will say 'no sparse'"
+	fi
+}
 
 make_cross() {
 	[ -e "$xdir/ready" ] && return 0
@@ -145,6 +182,7 @@ make_cross() {
 		tail -20 "$tmp/apt.log" >&2
 		die "installing the cross compilers in the build root failed; full log: $tmp/apt.log"
 	fi
+	sid_sparse "$tmp/root"
 	rm -rf "$tmp/root/var/lib/apt/lists/"* "$tmp/root/var/cache/apt/archives/"*.deb
 	{
 		echo "suite=$SUITE"
@@ -153,6 +191,8 @@ make_cross() {
 		echo "packages=${CROSS_PKGS[*]}"
 		echo "made_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 		chroot "$tmp/root" dpkg-query -W -f='${Package}=${Version}\n' "${CROSS_PKGS[@]}"
+		echo "sparse_in_path=$(chroot "$tmp/root" /usr/bin/env PATH=/usr/local/bin:/usr/bin:/bin \
+			sparse --version 2>&1 | head -1)"
 	} > "$tmp/provenance"
 	rm -rf "$xdir"
 	mv "$tmp" "$xdir"
@@ -160,7 +200,7 @@ make_cross() {
 	exec 8>&-
 	log "cross build root ready in $(fmt_secs $(( $(date +%s) - t0 ))): $xdir/root"
 }
-xkey=$( (echo "$key"; echo "${CROSS_PKGS[*]}"; declare -f make_cross) | sha256sum | cut -c1-16)
+xkey=$( (echo "$key"; echo "${CROSS_PKGS[*]}"; declare -f make_cross sid_sparse) | sha256sum | cut -c1-16)
 xdir=$CACHE_DIR/buildroot/$SUITE-cross-$xkey
 
 # ensure_root: the root BUILDROOT names, made if needed; sets root.
