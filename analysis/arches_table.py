@@ -14,6 +14,7 @@ has each build's log and its warning lines (*.log.w). A cell of the table
 is the series whole (its last prefix); a prefix that did worse than the
 whole is listed under the table, since each patch must build on its own.
 """
+import collections
 import csv
 import os
 import re
@@ -49,9 +50,19 @@ def warn_lines(run, row):
 
 
 def new_lines(run, row, pristine):
+    """The build's warning lines beyond the pristine source's, counted: a
+    file with three 'different address spaces' warnings where the
+    pristine source has two has one new (sparse repeats its messages, so
+    a set would hide it); which of the three is listed is arbitrary."""
     ref = pristine.get((row["cell"], row["config"]))
-    old = {strip_pos(x) for x in warn_lines(run, ref)} if ref else set()
-    return [x for x in warn_lines(run, row) if strip_pos(x) not in old]
+    old = collections.Counter(strip_pos(x) for x in (warn_lines(run, ref) if ref else []))
+    new = []
+    for x in warn_lines(run, row):
+        if old[strip_pos(x)] > 0:
+            old[strip_pos(x)] -= 1
+        else:
+            new.append(x)
+    return new
 
 
 def cell_text(row, new):

@@ -127,3 +127,21 @@ def test_a_checker_kbuild_refused_is_not_clean(tmp_path):
     assert row.split()[2:] == ["no", "sparse", "no", "sparse"], row
     r = table("--check", "ops", run)
     assert r.returncode == 0 and "1 build(s) checked nothing" in r.stdout, r.stdout
+
+
+def test_a_repeated_warning_is_counted_not_set(tmp_path):
+    """sparse repeats one message many times in a file: a series that adds
+    one more of a message the pristine source has is one new line, not
+    none (what a comparison of sets would say)."""
+    same = "kernel/fork.c:%d:31: warning: incorrect type in argument 1 (different address spaces)"
+    run = write_run(tmp_path, [
+        ("pristine", 0, "x86_64-sparse", "rseq", "warnings", [same % 10, same % 20]),
+        ("ops", 4, "x86_64-sparse", "rseq", "warnings", [same % 11, same % 21]),
+        ("ops", 5, "x86_64-sparse", "rseq", "warnings", [same % 11, same % 21, same % 30]),
+    ])
+    row = next(ln for ln in table(run).stdout.splitlines()
+               if ln.startswith("x86_64-sparse rseq"))
+    assert row.split()[2:] == ["2", "warn", "+1", "warn"], row
+    r = table("--check", "ops", run)
+    assert r.returncode == 1 and "ops 5/5 x86_64-sparse rseq: new warnings" in r.stdout, r.stdout
+    assert "ops 4/5" not in r.stdout, r.stdout

@@ -245,7 +245,10 @@ build() {
 				# Compiled every time, so that every build's log has
 				# every object's warnings (ccache replays them on a hit).
 				for obj in "${objs[@]}"; do rm -f "$o/$obj"; done
-				if kmake "$cell" "$cfg" -j"$(nproc)" "${objs[@]}" >>"$lg" 2>&1; then
+				# --output-sync: one object's lines together, or two
+				# checkers' lines cut into each other at -j2 make lines
+				# that are in no source (seen with sparse).
+				if kmake "$cell" "$cfg" -j"$(nproc)" --output-sync=target "${objs[@]}" >>"$lg" 2>&1; then
 					status=clean
 				else
 					status=error
@@ -261,13 +264,16 @@ build() {
 				base_warn[$cell-$cfg]=$lg.w
 				new=0
 			else
-				new=$(comm -13 <(sed 's/:[0-9]*:[0-9]*:/:/' "${base_warn[$cell-$cfg]}" | sort -u) \
-					<(sed 's/:[0-9]*:[0-9]*:/:/' "$lg.w" | sort -u) | wc -l)
+				# Counted, not a set: comm(1) on sorted lists with
+				# repeats keeps the surplus (sparse repeats messages).
+				new=$(comm -13 <(sed 's/:[0-9]*:[0-9]*:/:/' "${base_warn[$cell-$cfg]}" | sort) \
+					<(sed 's/:[0-9]*:[0-9]*:/:/' "$lg.w" | sort) | wc -l)
 			fi
 			[ "$status" = clean ] && [ "$nw" -gt 0 ] && status=warnings
-			# A checker kbuild refuses (Debian's sparse 0.6.4 lacks
+			# A checker kbuild refuses (trixie's sparse 0.6.4 lacks
 			# __typeof_unqual__, which scripts/checker-valid.sh asks
-			# for) checks nothing: the cell did not run, say so.
+			# for; the cross root has sid's unless sid had none)
+			# checks nothing: the cell did not run, say so.
 			if [ "$status" != error ] &&
 				grep -q 'specified, but sparse is not available or not up to date' "$lg"; then
 				status=nochecker
