@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 """Off x86, in make test (rig tests): ops on powerpc book3s/32 with KUAP,
 where a user access region opens one 256 MiB segment, and rseq_op_test as
-a 32-bit task on the 64-bit debug kernel. make test-kernels builds both
-kernels; these tests only boot them."""
+a 32-bit task on the 64-bit debug kernel, and the cross build root's
+sparse. make test-kernels builds both kernels and the cross root; these
+tests only boot them and look into the root."""
 import os
 import re
 import subprocess

@@ -121,37 +121,59 @@ CROSS_PKGS=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 # sid_sparse ROOT: sparse from Debian sid, ahead of trixie's in PATH. The
 # 7.2 tree's scripts/checker-valid.sh asks sparse for __typeof_unqual__,
 # which trixie's 0.6.4 lacks, so kbuild refuses it and `C=1` checks
-# nothing; sid's 0.6.5~rc1 has it. Only its binary is taken (it needs
-# nothing but glibc >= 2.38, which trixie has): installing the package
-# would pull gcc-16 and sid's libraries into the root. apt downloads it,
-# from its own list of sid alone, and checks the archive's signature; the
-# mirror here is a frozen snapshot, so sid's Valid-Until is not checked.
-# When sid no longer has it or it does not run, the root keeps trixie's
-# sparse and the sparse cell of `make check-arches` says "no sparse".
+# nothing; sid's (0.6.5~rc1-2 when this was written) has it. Only its
+# binary is taken (it needs nothing but glibc >= 2.38, which trixie has):
+# installing the package would pull gcc-16 and sid's libraries into the
+# root. It was built with gcc 16 and predefines __GNUC__ 16, which the
+# kernel's headers then see; the pristine tree and every series are
+# checked with the same binary, so their warnings compare. apt downloads
+# it from its own list of sid alone, with its own cache, and checks the
+# archive's signature; when sid's Release is past its Valid-Until (a
+# frozen mirror, as on these machines), the update is retried without
+# that check, and the log says so. When sid has no sparse, or its binary
+# does not run, the root keeps trixie's (the sparse cell of `make
+# check-arches` then says "no sparse", and the provenance names the
+# sparse in PATH); any other failure (the network) stops, and the next
+# run tries again.
 sid_sparse() {
-	local r=$1 d=/var/lib/rseq-opbench-sid
-	mkdir -p "$r$d/lists/partial" "$r$d/parts"
-	echo "deb $(mirror) sid main" > "$r$d/sources.list"
-	if chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+	local r=$1 d=/var/lib/rseq-opbench-sid rc=0
+	rm -rf "${r:?}$d"
+	mkdir -p "$r$d/work/lists/partial" "$r$d/work/cache/archives/partial" "$r$d/work/parts"
+	echo "deb $(mirror) sid main" > "$r$d/work/sources.list"
+	chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
 		DEBIAN_FRONTEND=noninteractive /bin/sh -c '
 		set -e
-		d=$1
-		set -- -q -o Dir::Etc::SourceList="$d/sources.list" \
-			-o Dir::Etc::SourceParts="$d/parts" -o Dir::State::Lists="$d/lists" \
-			-o Acquire::Check-Valid-Until=false -o Acquire::Languages=none \
+		d=$1 w=$1/work
+		set -- -q -o Dir::Etc::SourceList="$w/sources.list" \
+			-o Dir::Etc::SourceParts="$w/parts" -o Dir::State::Lists="$w/lists" \
+			-o Dir::Cache="$w/cache" -o Acquire::Languages=none \
 			-o APT::Sandbox::User=root
-		apt-get "$@" update
-		cd "$d"
+		if ! apt-get "$@" update >"$w/update.log" 2>&1; then
+			cat "$w/update.log"
+			grep -q "is expired" "$w/update.log" || exit 1
+			echo "sid: its Release file is past its Valid-Until (a frozen mirror); again without that check, the signature still checked"
+			apt-get "$@" -o Acquire::Check-Valid-Until=false update
+		fi
+		apt-cache "$@" show sparse/sid >/dev/null || { echo "sid has no sparse"; exit 10; }
+		cd "$w"
 		apt-get "$@" download sparse/sid
 		dpkg-deb -x sparse_*.deb "$d/sparse"
-		"$d/sparse/usr/bin/sparse" --version
-		ln -sf "$d/sparse/usr/bin/sparse" /usr/local/bin/sparse
-		rm -rf "$d/lists" sparse_*.deb' _ "$d" >>"$r/../apt.log" 2>&1; then
+		"$d/sparse/usr/bin/sparse" --version || { echo "the sparse from sid does not run here"; exit 11; }
+		ln -sf "$d/sparse/usr/bin/sparse" /usr/local/bin/sparse' _ "$d" >>"$r/../apt.log" 2>&1 || rc=$?
+	case $rc in
+	0)
+		rm -rf "${r:?}$d/work"
 		log "  sparse from sid: $(chroot "$r" /usr/local/bin/sparse --version 2>&1)"
-	else
-		rm -f "$r/usr/local/bin/sparse"
-		log "warning: sparse from sid could not be had (log: ${r%/root}/apt.log); the root keeps trixie's, and make check-arches's sparse cell will say 'no sparse'"
-	fi
+		;;
+	10 | 11)
+		rm -rf "${r:?}$d" "$r/usr/local/bin/sparse"
+		log "warning: $(tail -1 "$r/../apt.log"); the root keeps trixie's sparse, which the 7.2 tree refuses: make check-arches's sparse cell will say 'no sparse' (log: ${r%/root}/apt.log)"
+		;;
+	*)
+		tail -20 "$r/../apt.log" >&2
+		die "fetching sparse from Debian sid failed; full log: ${r%/root}/apt.log"
+		;;
+	esac
 }
 
 make_cross() {
@@ -183,7 +205,8 @@ make_cross() {
 		die "installing the cross compilers in the build root failed; full log: $tmp/apt.log"
 	fi
 	sid_sparse "$tmp/root"
-	rm -rf "$tmp/root/var/lib/apt/lists/"* "$tmp/root/var/cache/apt/archives/"*.deb
+	rm -rf "$tmp/root/var/lib/apt/lists/"* "$tmp/root/var/cache/apt/archives/"*.deb \
+		"$tmp/root/var/cache/apt/"*.bin
 	{
 		echo "suite=$SUITE"
 		echo "recipe=$xkey"
