@@ -53,7 +53,10 @@ def new_lines(run, row, pristine):
     """The build's warning lines beyond the pristine source's, counted: a
     file with three 'different address spaces' warnings where the
     pristine source has two has one new (sparse repeats its messages, so
-    a set would hide it); which of the three is listed is arbitrary."""
+    a set would hide it); which of the three is listed is arbitrary. The
+    lines are those of *.log.w, already unique: one message at one line
+    and column (a header two objects include) counts once. check-arches.sh
+    counts the same way for its log."""
     ref = pristine.get((row["cell"], row["config"]))
     old = collections.Counter(strip_pos(x) for x in (warn_lines(run, ref) if ref else []))
     new = []

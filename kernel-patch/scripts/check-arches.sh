@@ -126,7 +126,9 @@ log "run directory: $run"
 printf 'series\tprefix\tpatch\tcell\tconfig\tstatus\twarnings\tnew_warnings\tseconds\n' > "$run/matrix.tsv"
 {
 	echo "source=linux-source-$srcver"
-	echo "buildroot=$(sed -n 's/^recipe=//p' "$("$TOPDIR/kernel-patch/scripts/buildroot.sh" path)/../provenance")"
+	xprov=$("$TOPDIR/kernel-patch/scripts/buildroot.sh" path)/../provenance
+	echo "buildroot=$(sed -n 's/^recipe=//p' "$xprov")"
+	echo "sparse=$(sed -n 's/^sparse_in_path=//p' "$xprov")"
 	echo "prefixes=$PREFIXES"
 	echo "cells=${cells[*]}"
 	for n in "${names[@]}"; do echo "series.$n=${series_dir[$n]}"; done
@@ -266,8 +268,10 @@ build() {
 			else
 				# Counted, not a set: comm(1) on sorted lists with
 				# repeats keeps the surplus (sparse repeats messages).
-				new=$(comm -13 <(sed 's/:[0-9]*:[0-9]*:/:/' "${base_warn[$cell-$cfg]}" | sort) \
-					<(sed 's/:[0-9]*:[0-9]*:/:/' "$lg.w" | sort) | wc -l)
+				# The same count as analysis/arches_table.py's.
+				new=$(LC_ALL=C comm -13 \
+					<(sed -E 's/:[0-9]+:[0-9]+:/:/g' "${base_warn[$cell-$cfg]}" | LC_ALL=C sort) \
+					<(sed -E 's/:[0-9]+:[0-9]+:/:/g' "$lg.w" | LC_ALL=C sort) | wc -l)
 			fi
 			[ "$status" = clean ] && [ "$nw" -gt 0 ] && status=warnings
 			# A checker kbuild refuses (trixie's sparse 0.6.4 lacks
