@@ -98,6 +98,17 @@ print("stress: %s contract violations injected; SIGSEGV expected %s, seen %s;"
       " wrong outcomes %s" % (s.get("violations_injected", "?"),
                               s.get("segv_expected", "?"), s.get("segv_seen", "?"),
                               s.get("wrong", "?")))
+sc = s.get("scenarios", {})
+if sc and "victim_alarm_s" in s:
+    name = max(sc, key=lambda n: sc[n]["max_s"])
+    print("stress: slowest victim %s %.1f s of the %d s alarm (%.2f); exposed runs %d"
+          % (name, sc[name]["max_s"], s["victim_alarm_s"],
+             sc[name]["max_s"] / s["victim_alarm_s"],
+             sum(v.get("exposed", 0) for v in sc.values())))
+    race = s["race_register"]
+    print("stress: fork retries %d; void runs %d; race-register %d of %d rounds,"
+          " %d runs cut at %d s" % (s["fork_retries"], s["void_runs"], race["rounds"],
+                                    race["rounds_drawn"], race["time_cut"], race["budget_s"]))
 print("stress: kernel problems on the console: %d; guest status %d" % (problems, rc))
 EOF
 rc=0

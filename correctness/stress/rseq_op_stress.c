@@ -5,7 +5,8 @@
  * For DURATION seconds, forks victim processes, each running one scenario
  * of the table below with its own seed, the scenarios in rounds of one
  * permutation each drawn from SEED (each runs once before any runs
- * twice). A scenario
+ * twice). SEED fixes the k-th victim's scenario and seed, whatever order
+ * victims end in; only how many run depends on the machine. A scenario
  * either keeps the contract (the victim must live and exit 0) or breaks it
  * on purpose (it must die of SIGSEGV, and only after the breaking write).
  * Each victim writes its stage to a shared page: STAGE_BROKEN is set just
@@ -33,12 +34,21 @@
  * Output: progress on stderr; one JSON summary line on stdout, e.g.
  *   {"seconds":60,"victims":812,"prctl_calls":91234,"walks_triggered":...,
  *    "violations_injected":301,"segv_expected":301,"segv_seen":301,
- *    "wrong":2,"scenarios":{"self-cycle":{"runs":20,"wrong":2,"max_s":1.5,
- *    "wrong_how":{"exit 99":2}},...}}
+ *    "wrong":2,"victim_alarm_s":60,"fork_retries":0,"void_runs":0,
+ *    "race_register":{"budget_s":5,"rounds":9120,"rounds_drawn":9120,
+ *    "time_cut":0},"scenarios":{"self-cycle":{"runs":20,"wrong":2,
+ *    "max_s":1.5,"exposed":19,"wrong_how":{"exit 99":2}},...}}
  * (wrong_how: the wrong outcomes by exit status or killing signal; the
  * victims' exit statuses say why: 98 a node not reset by the walk (the
  * victim's own or one of its threads'), 99
- * alive after breaking the contract, 90-96 a refused or wrong prctl).
+ * alive after breaking the contract, 90-96 a refused or wrong prctl.
+ * max_s: the slowest victim, against victim_alarm_s. exposed: the runs
+ * that checked a registered RESET operation other than the oldest, the
+ * only ones a kernel that applies only the oldest operation, the negative
+ * control, can fail. fork_retries: victims started again after fork()
+ * failed; void_runs: victims that found one CPU and tested nothing;
+ * race_register: rounds run of those drawn, and the runs that the time
+ * budget stopped early.)
  * Exit status: 0 when every outcome was right; 1 otherwise; 4 (kselftest
  * SKIP) when the kernel has no RSEQ operations.
  *
@@ -83,6 +93,12 @@
 #define KERNEL_ADDR	0xffff888000000000ULL
 #endif
 #define VICTIM_ALARM	60
+/*
+ * race-register stops at its drawn rounds or after this much time, so
+ * that spinners starved by the other victims stay far inside the alarm:
+ * the tests allow a victim VICTIM_ALARM / 4.
+ */
+#define RACE_BUDGET_S	(VICTIM_ALARM / 12)
 
 enum stage { STAGE_START, STAGE_KEPT, STAGE_BROKEN };
 enum expect { LIVE, SEGV };
@@ -92,6 +108,12 @@ struct report {
 	volatile int stage;
 	volatile long prctl_calls;
 	volatile long walks;
+	/* Checked a registered RESET node other than the oldest: see check_resets() */
+	volatile int exposed;
+	volatile int voided;	/* found nothing to test (one CPU) */
+	/* race-register: rounds run, rounds drawn, stopped by RACE_BUDGET_S */
+	volatile long rounds, rounds_drawn;
+	volatile int time_cut;
 	char why[96];
 };
 
@@ -110,6 +132,8 @@ struct world {
 	uint64_t *srcs;		/* source values */
 	struct node *saved;	/* each node as it was when registered */
 	bool reg[MAX_OPS];
+	/* Registration order: the kernel keeps operations oldest first */
+	unsigned int regseq[MAX_OPS], regs;
 	int nr;
 	unsigned int seed;
 };
@@ -135,6 +159,14 @@ static int rseq_off(void)
 static unsigned int rnd(struct world *w, unsigned int n)
 {
 	return n ? (unsigned int)rand_r(&w->seed) % n : 0;
+}
+
+static double since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t->tv_sec) + (now.tv_nsec - t->tv_nsec) / 1e9;
 }
 
 /*
@@ -194,8 +226,10 @@ static long op(struct world *w, int cmd, void *node, long a4, long a5)
 	r = prctl(OB_PR_RSEQ_OP, cmd, (unsigned long)node, a4, a5) ? -errno : 0;
 	/* What a kernel-resident variant now applies, whatever comes later */
 	if (!r && cmd == OB_PR_RSEQ_OP_REGISTER && n >= w->nodes && n < w->nodes + MAX_OPS &&
-	    !(((uintptr_t)n - (uintptr_t)w->nodes) % sizeof(*n)))
+	    !(((uintptr_t)n - (uintptr_t)w->nodes) % sizeof(*n))) {
 		w->saved[n - w->nodes] = *n;
+		w->regseq[n - w->nodes] = ++w->regs;
+	}
 	return r;
 }
 
@@ -279,11 +313,21 @@ static void reg_n(struct world *w, int n)
 /*
  * Arm the RESET words, walk, and check each registered one was reset: as
  * the node says now, or with -R as it said when it was registered.
+ *
+ * A check of a RESET node other than the oldest registered one (whatever
+ * its type) marks the run exposed: the negative control applies only the
+ * oldest operation, so exactly the exposed runs must fail on it. The
+ * seed decides whether a run is, not the kernel; the summary counts them.
  */
 static void check_resets(struct world *w)
 {
-	for (int i = 0; i < MAX_OPS; i++)
+	int oldest = -1;
+
+	for (int i = 0; i < MAX_OPS; i++) {
 		w->words[i] = MARK;
+		if (w->reg[i] && (oldest < 0 || w->regseq[i] < w->regseq[oldest]))
+			oldest = i;
+	}
 	walk(w);
 	for (int i = 0; i < MAX_OPS; i++) {
 		struct ob_rseq_op_reset *r = (void *)(resident ? &w->saved[i].op : &w->nodes[i].op);
@@ -291,6 +335,8 @@ static void check_resets(struct world *w)
 
 		if (!w->reg[i] || r->node.type != OB_RSEQ_OP_RESET)
 			continue;
+		if (i != oldest)
+			w->rep->exposed = 1;
 		want = r->src ? w->srcs[i % 8] : 0;
 		if (r->len == 4 ? (uint32_t)w->words[i] != (uint32_t)want :
 		    w->words[i] != want)
@@ -548,7 +594,7 @@ static void *thread_ops(void *arg)
 	struct thr *t = arg;
 	static struct ob_rseq_op_reset tn[16][8] __attribute__((aligned(8)));
 	static uint64_t tw[16][8];
-	int n = 1 + t->id % 8;
+	int n = 1 + t->id % 8, linked = 0;
 
 	if (rseq_on()) {
 		t->err = 1;
@@ -561,11 +607,16 @@ static void *thread_ops(void *arg)
 		if (prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_REGISTER,
 			  (unsigned long)&tn[t->id][i], 0, 0))
 			t->err = 2;
+		else
+			linked++;
 	}
 	while (!t->stop) {
 		for (int i = 0; i < n; i++)
 			tw[t->id][i] = MARK;
 		raise(SIGUSR1);	/* a process-wide raise goes to this thread */
+		/* Two of this thread's own RESET nodes: one is not the oldest. */
+		if (linked > 1)
+			t->w->rep->exposed = 1;
 		for (int i = 0; i < n; i++)
 			if (tw[t->id][i])
 				t->err = 3;
@@ -696,8 +747,10 @@ static void sc_migrate_signal(struct world *w)
 	pthread_t th;
 
 	keep(w);
-	if (!two_cpus(cpus))
-		return;		/* nothing to move between */
+	if (!two_cpus(cpus)) {
+		w->rep->voided = 1;	/* nothing to move between: counted */
+		return;
+	}
 	moving = &m;
 	sigaction(SIGUSR2, &sa, NULL);
 	for (int i = 0; i < SLOTS; i++)
@@ -746,11 +799,15 @@ struct racer {
 	struct racer *other;
 	int cpu;
 	int rounds;
+	bool timer;		/* this one decides when time is up */
+	int done;		/* rounds run */
 	volatile long result;
 	volatile bool failed;
 };
 
 static volatile int race_ctr[3];
+static int race_stop;
+static struct timespec race_t0;
 
 static void race_wait(int i, int target)
 {
@@ -792,9 +849,18 @@ static void *racer(void *arg)
 		if (!r->result && prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_UNREGISTER,
 					(unsigned long)node, 0, 0))
 			r->result = -1000;
+		/*
+		 * One racer reads the clock, before the barrier that publishes
+		 * it to the other: two clocks could disagree, and the one going
+		 * on would spin forever at the next barrier.
+		 */
+		if (r->timer && since(&race_t0) >= RACE_BUDGET_S)
+			__atomic_store_n(&race_stop, 1, __ATOMIC_RELAXED);
 		race_wait(2, 2 * (i + 2));
+		r->done = i + 1;
 		/* Both read both results: they stop together, or go on. */
-		if (!race_ok(r->result, r->other->result))
+		if (!race_ok(r->result, r->other->result) ||
+		    __atomic_load_n(&race_stop, __ATOMIC_RELAXED))
 			return NULL;
 	}
 	return NULL;
@@ -807,16 +873,25 @@ static void sc_race_register(struct world *w)
 	pthread_t th[2];
 
 	keep(w);
-	if (!two_cpus(cpus))
+	if (!two_cpus(cpus)) {
+		w->rep->voided = 1;	/* nobody to race with: counted */
 		return;
+	}
 	fill(w, 0, OB_RSEQ_OP_RESET);
 	for (int i = 0; i < 2; i++)
 		r[i] = (struct racer){ .w = w, .other = &r[!i], .cpu = cpus[i],
-				       .rounds = rounds, .result = 1 };
+				       .rounds = rounds, .timer = !i, .result = 1 };
+	clock_gettime(CLOCK_MONOTONIC, &race_t0);
 	for (int i = 0; i < 2; i++)
 		pthread_create(&th[i], NULL, racer, &r[i]);
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
+	w->rep->rounds = r[0].done;
+	w->rep->rounds_drawn = rounds;
+	w->rep->time_cut = race_stop && r[0].done < rounds;
+	if (w->rep->time_cut)
+		fprintf(stderr, "rseq_op_stress: race-register: %d of %d rounds in %d s, the budget\n",
+			r[0].done, rounds, RACE_BUDGET_S);
 	if (r[0].failed || r[1].failed)
 		wrong(w, 84, "racing thread: sched_setaffinity or rseq failed");
 	if (!resident && !r[0].result && !r[1].result)
@@ -836,6 +911,16 @@ static void sc_fork(struct world *w)
 	reg_n(w, 1 + rnd(w, 512));
 	pid = fork();
 	if (!pid) {
+		/*
+		 * A report of its own: a parent that fails its checks leaves
+		 * without waiting, and the conductor hands the shared one to
+		 * the next victim. The child checks the same nodes, so it
+		 * would expose what the parent does.
+		 */
+		static struct report own;
+
+		memcpy(&own, w->rep, sizeof(own));
+		w->rep = &own;
 		for (int i = 0; i < 5; i++)
 			check_resets(w);
 		_exit(0);
@@ -1136,7 +1221,7 @@ static void __attribute__((noreturn)) victim(const struct scenario *sc,
 }
 
 struct tally {
-	long runs, wrong;
+	long runs, wrong, exposed;
 	double max_s;		/* the slowest victim, against VICTIM_ALARM */
 	/* The wrong outcomes: by exit status, and by signal (+256). */
 	long how[256 + 128];
@@ -1149,14 +1234,6 @@ static void how_name(char *buf, size_t len, int i)
 		snprintf(buf, len, "exit %d", i);
 	else
 		snprintf(buf, len, "signal %d", i - 256);
-}
-
-static double since(const struct timespec *t)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - t->tv_sec) + (now.tv_nsec - t->tv_nsec) / 1e9;
 }
 
 /*
@@ -1192,11 +1269,13 @@ int main(int argc, char **argv)
 	};
 	long secs = 60, victims = 0, prctls = 0, walks = 0, violations = 0;
 	long segv_expected = 0, segv_seen = 0, wrongs = 0;
+	long fork_retries = 0, voids = 0, race_rounds = 0, race_drawn = 0, race_cut = 0;
 	int par = 2, c, verbose_shown = 0;
-	unsigned int seed = time(NULL), seed0;
+	unsigned int seed = time(NULL), seed0, vstream;
 	struct tally tally[NR_SCENARIOS] = { 0 };
 	struct report *reps;
 	struct { pid_t pid; int sc; struct timespec t; } slot[16] = { 0 };
+	struct { bool drawn; int sc; unsigned int seed; } next = { 0 };
 	int only = -1;
 	struct timespec t0, now;
 
@@ -1255,6 +1334,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	seed0 = seed;
+	/*
+	 * The victims' seeds come from a stream of their own, the scenarios'
+	 * from @seed: both are drawn in the order victims start, so that
+	 * victim k runs scenario k with seed k whichever victim ends first.
+	 */
+	vstream = ~seed0;
 	fprintf(stderr, "rseq_op_stress: %ld s, %d victims at a time, seed %u\n",
 		secs, par, seed);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1266,17 +1351,29 @@ int main(int argc, char **argv)
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		time_up = now.tv_sec - t0.tv_sec >= secs;
 		for (s = 0; s < par && !time_up; s++) {
-			unsigned int vseed = rand_r(&seed);
-
 			if (slot[s].pid)
 				continue;
-			slot[s].sc = only >= 0 ? only : next_scenario(&seed);
+			/* Drawn only for a victim about to start */
+			if (!next.drawn) {
+				next.sc = only >= 0 ? only : next_scenario(&seed);
+				next.seed = rand_r(&vstream);
+				next.drawn = true;
+			}
 			clock_gettime(CLOCK_MONOTONIC, &slot[s].t);
 			memset(&reps[s], 0, sizeof(reps[s]));
 			pid = fork();
+			if (pid < 0) {
+				/* The same victim again once a slot frees: counted */
+				fork_retries++;
+				fprintf(stderr, "rseq_op_stress: fork of victim %ld: %s; tried again when a victim ends\n",
+					victims + 1, strerror(errno));
+				break;
+			}
 			if (!pid)
-				victim(&scenarios[slot[s].sc], &reps[s], vseed);
+				victim(&scenarios[next.sc], &reps[s], next.seed);
 			slot[s].pid = pid;
+			slot[s].sc = next.sc;
+			next.drawn = false;
 			victims++;
 		}
 		pid = wait(&status);
@@ -1294,10 +1391,15 @@ int main(int argc, char **argv)
 			bool ok;
 
 			tally[slot[s].sc].runs++;
+			tally[slot[s].sc].exposed += r->exposed;
 			if (took > tally[slot[s].sc].max_s)
 				tally[slot[s].sc].max_s = took;
 			prctls += r->prctl_calls;
 			walks += r->walks;
+			voids += r->voided;
+			race_rounds += r->rounds;
+			race_drawn += r->rounds_drawn;
+			race_cut += r->time_cut;
 			if (expect_of(sc) == SEGV) {
 				segv_expected++;
 				violations++;
@@ -1327,15 +1429,20 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	printf("{\"semantics\":\"%s\",\"seconds\":%ld,\"seed\":%u,\"victims\":%ld,\"prctl_calls\":%ld,"
 	       "\"walks_triggered\":%ld,\"violations_injected\":%ld,"
-	       "\"segv_expected\":%ld,\"segv_seen\":%ld,\"wrong\":%ld,\"scenarios\":{",
+	       "\"segv_expected\":%ld,\"segv_seen\":%ld,\"wrong\":%ld,"
+	       "\"victim_alarm_s\":%d,\"fork_retries\":%ld,\"void_runs\":%ld,"
+	       "\"race_register\":{\"budget_s\":%d,\"rounds\":%ld,\"rounds_drawn\":%ld,"
+	       "\"time_cut\":%ld},\"scenarios\":{",
 	       resident ? "resident" : "list", (long)(now.tv_sec - t0.tv_sec), seed0, victims, prctls, walks,
-	       violations, segv_expected, segv_seen, wrongs);
+	       violations, segv_expected, segv_seen, wrongs, VICTIM_ALARM, fork_retries, voids,
+	       RACE_BUDGET_S, race_rounds, race_drawn, race_cut);
 	for (int i = 0; i < NR_SCENARIOS; i++) {
 		bool first = true;
 
-		printf("%s\"%s\":{\"runs\":%ld,\"wrong\":%ld,\"max_s\":%.1f,\"wrong_how\":{",
+		printf("%s\"%s\":{\"runs\":%ld,\"wrong\":%ld,\"max_s\":%.1f,\"exposed\":%ld,"
+		       "\"wrong_how\":{",
 		       i ? "," : "", scenarios[i].name, tally[i].runs, tally[i].wrong,
-		       tally[i].max_s);
+		       tally[i].max_s, tally[i].exposed);
 		for (int k = 0; k < 256 + 128; k++) {
 			char name[16];
 
