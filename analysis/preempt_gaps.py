@@ -17,7 +17,10 @@ wake-ups between the reads that open and close the sample), ``nivcsw`` and
 ``nvcsw`` (S's context switches over the same window), ``waker_violations``
 (wake-ups after which W's own watched words were wrong: both must be
 rewritten when W holds operations, neither when it holds none),
-``truncated`` and ``bracket_ok``. ``nr_ops`` is N.
+``truncated``, ``bracket_ok`` and ``attempts`` (how many times the sample
+was taken, at most 3, the last one recorded: the guest takes it again when
+its closing bracket failed; only reported, absent from older records).
+``nr_ops`` is N.
 
 Rules, per record:
 

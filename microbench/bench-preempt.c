@@ -36,9 +36,11 @@
  * the spin records, and none before it is in the rusage difference. The
  * window ends with the sequence read at the last gap; the rusage is taken
  * after it and the sequence read once more: a wake-up in between (which the
- * rusage may or may not count) repeats the sample. So the wake-ups are the
- * sum of the gaps' sequence steps, and in a clean sample P-gaps = wake-ups
- * = S's involuntary switches, and S's voluntary switches are 0.
+ * rusage may or may not count) repeats the sample, up to SAMPLE_TRIES
+ * times in all ("attempts" in the record, "bracket_ok" whether the last
+ * one held). So the wake-ups are the sum of the gaps' sequence steps, and
+ * in a clean sample P-gaps = wake-ups = S's involuntary switches, and S's
+ * voluntary switches are 0.
  *
  * The threshold is 20 times the median TSC delta of a calibration loop of
  * 10^5 reads run before W exists (both go in the record): under icount a
@@ -67,6 +69,7 @@
 
 #define CAL_LOOPS	100000	/* calibration iterations */
 #define THR_FACTOR	20	/* threshold: this many median loop deltas */
+#define SAMPLE_TRIES	3	/* takes of a sample whose closing bracket fails */
 
 /* reset_bits of a gap */
 #define GAP_FIRST	0x1	/* the first operation's word was rewritten */
@@ -246,6 +249,7 @@ static int calibrate(uint64_t *med, double *ticks_per_ns)
 struct tally {
 	long p, p_walked, i, i_walked, any, partial, multi, inside, waker;
 	long p_events, unreconciled, disturbed;
+	long retaken;		/* samples taken more than once */
 };
 
 /*
@@ -291,18 +295,18 @@ static long tally_sample(struct tally *ty, const struct gap *rec, long n,
 static void emit_gaps(struct bench_ctx *ctx, int sample, const struct spin *sp,
 		      uint64_t loop_ticks, double ticks_per_ns,
 		      unsigned long wakeups, long nivcsw, long nvcsw, long wviol,
-		      bool bracket_ok)
+		      bool bracket_ok, int attempts)
 {
 	emit_head(ctx, "gaps");
 	printf(",\"sample\":%d,\"clock\":\"tsc\",\"threshold\":%llu,"
 	       "\"ticks_per_us\":%.3f,"
 	       "\"loop_ticks\":%llu,\"loops\":%ld,\"wakeups\":%lu,\"nivcsw\":%ld,\"nvcsw\":%ld,"
 	       "\"waker_violations\":%ld,\"truncated\":%s,\"bracket_ok\":%s,"
-	       "\"gaps\":[",
+	       "\"attempts\":%d,\"gaps\":[",
 	       sample, (unsigned long long)sp->thr, ticks_per_ns * 1000,
 	       (unsigned long long)loop_ticks, ctx->loops,
 	       wakeups, nivcsw, nvcsw, wviol, sp->truncated ? "true" : "false",
-	       bracket_ok ? "true" : "false");
+	       bracket_ok ? "true" : "false", attempts);
 	for (long k = 0; k < sp->n; k++)
 		printf("%s[%llu,%u,%u]", k ? "," : "",
 		       (unsigned long long)sp->rec[k].ticks, sp->rec[k].seq,
@@ -323,7 +327,7 @@ int bench_preempt(struct bench_ctx *ctx)
 	double ticks_per_ns, limit_ns;
 	pthread_t th;
 	bool valid = true, locked = false;
-	char detail[256];
+	char detail[320];
 	int ret, st;
 
 	/* Both threads on one CPU: each wake-up of W preempts S. */
@@ -379,8 +383,9 @@ int bench_preempt(struct bench_ctx *ctx)
 		unsigned long s_start, s_check;
 		long v0, v1, extra, i_both, multi, p_events;
 		bool bracket_ok = false;
+		int attempts;
 
-		for (int attempt = 0; attempt < 3 && !bracket_ok; attempt++) {
+		for (attempts = 1; ; attempts++) {
 			/* Open the window with no wake-up between the reads. */
 			do {
 				s_start = __atomic_load_n(&wk.seq, __ATOMIC_ACQUIRE);
@@ -397,15 +402,17 @@ int bench_preempt(struct bench_ctx *ctx)
 			getrusage(RUSAGE_THREAD, &ru1);
 			s_check = __atomic_load_n(&wk.seq, __ATOMIC_ACQUIRE);
 			bracket_ok = s_check == sp.s0;
-			if (!bracket_ok)
-				progress("preempt N=%d sample %d: a wake-up fell in the closing reads; again",
-					 ctx->nr_ops, s);
+			if (bracket_ok || attempts == SAMPLE_TRIES)
+				break;
+			progress("preempt N=%d sample %d: a wake-up fell in the closing reads; again",
+				 ctx->nr_ops, s);
 		}
 		if (s < 0)
 			continue;
 		emit_gaps(ctx, s, &sp, loop_ticks, ticks_per_ns, sp.s0 - s_start,
 			  ru1.ru_nivcsw - ru0.ru_nivcsw, ru1.ru_nvcsw - ru0.ru_nvcsw,
-			  v1 - v0, bracket_ok);
+			  v1 - v0, bracket_ok, attempts);
+		ty.retaken += attempts > 1;
 		/*
 		 * Another task (a kworker) preempting S is a real preemption
 		 * with a walk: an I-gap with both words rewritten is accepted
@@ -449,10 +456,11 @@ int bench_preempt(struct bench_ctx *ctx)
 	snprintf(detail, sizeof(detail),
 		 "P-gaps %ld (both words %ld), I-gaps %ld (any word %ld), "
 		 "partial %ld, multi-wake %ld, inside %ld, waker violations %ld, "
-		 "wake-ups without a switch %ld, samples disturbed %ld of %d",
+		 "wake-ups without a switch %ld, samples disturbed %ld of %d, "
+		 "retaken %ld",
 		 ty.p, ty.p_walked, ty.i, ty.i_walked, ty.partial, ty.multi,
 		 ty.inside, ty.waker, ty.unreconciled, ty.disturbed,
-		 ctx->samples);
+		 ctx->samples, ty.retaken);
 	if (ctx->nr_ops)
 		emit_gate(ctx, "walk-per-preemption", ty.p, ty.p_walked, valid, detail);
 	else

@@ -136,10 +136,34 @@ waited() {
 	child=
 	return "$st"
 }
-kill_tree() {
+tree_pids() {	# a process and its descendants, deepest first
 	local p
-	for p in $(pgrep -P "$1"); do kill_tree "$p"; done
-	kill -TERM "$1" 2>/dev/null || true
+	for p in $(pgrep -P "$1"); do tree_pids "$p"; done
+	echo "$1"
+}
+alive() {	# any of these processes still running (a zombie is gone)
+	local p
+	for p in "$@"; do
+		ps -o stat= -p "$p" 2>/dev/null | grep -qv '^Z' && return 0
+	done
+	return 1
+}
+# SIGTERM a process tree and wait until it is gone (QEMU drops its
+# snapshot overlay on the way out), at most KILL_WAIT seconds, then
+# SIGKILL what is left: no guest outlives the run that started it.
+kill_tree() {
+	local pids i
+	pids=$(tree_pids "$1")
+	# shellcheck disable=SC2086
+	kill -TERM $pids 2>/dev/null || true
+	for ((i = 0; i < ${KILL_WAIT:-30} * 10; i++)); do
+		# shellcheck disable=SC2086
+		alive $pids || return 0
+		sleep 0.1
+	done
+	log "still running ${KILL_WAIT:-30} s after SIGTERM, killed: $pids"
+	# shellcheck disable=SC2086
+	kill -KILL $pids 2>/dev/null || true
 }
 interrupted() {
 	[ -z "$child" ] || kill_tree "$child"

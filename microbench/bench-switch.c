@@ -10,8 +10,10 @@
  * have been rewritten;
  * an iteration in which the yield did not switch is counted and not timed.
  * The partner's failures are counted in the sample it happened in. The
- * cell's gate arms the measured thread's words, yields once and, if a
- * switch happened, expects every operation to have written its slot.
+ * cell's gate arms the measured thread's words and yields until a yield
+ * switched (at most 20 times; the partner may be between its own yields),
+ * then expects every operation to have written its slot; its detail says
+ * how many yields that took.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -19,6 +21,9 @@
 #include <stdio.h>
 
 #include "opbench.h"
+
+/* Yields the gate tries before it gives up on a switch. */
+#define GATE_YIELDS	20
 
 struct partner {
 	struct bench_ctx *ctx;
@@ -85,6 +90,7 @@ int bench_switch(struct bench_ctx *ctx)
 	pthread_t th;
 	long seen = -1, sw;
 	bool valid = true;
+	char detail[64];
 	int ret, attempt, slot;
 
 	/* Both threads on one CPU, or the yields are not switches. */
@@ -149,7 +155,7 @@ int bench_switch(struct bench_ctx *ctx)
 	}
 	iters_free(&it);
 
-	for (attempt = 0; attempt < 20; attempt++) {
+	for (attempt = 1; attempt <= GATE_YIELDS; attempt++) {
 		ops_arm(&to);
 		sw = nr_switches();
 		sched_yield();
@@ -160,9 +166,15 @@ int bench_switch(struct bench_ctx *ctx)
 	}
 	__atomic_store_n(&p.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
+	if (attempt <= GATE_YIELDS)
+		snprintf(detail, sizeof(detail),
+			 "a sched_yield() that switched, yield %d of %d",
+			 attempt, GATE_YIELDS);
+	else
+		snprintf(detail, sizeof(detail),
+			 "no sched_yield() switched in %d attempts", GATE_YIELDS);
 	emit_gate(ctx, "walk-after-switch", ctx->nr_ops, seen,
-		  seen == ctx->nr_ops, attempt < 20 ? "one sched_yield() that switched" :
-		  "no sched_yield() switched in 20 attempts");
+		  seen == ctx->nr_ops, detail);
 	valid &= seen == ctx->nr_ops;
 	ops_unregister(&to);
 	return !valid;

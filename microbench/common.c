@@ -3,17 +3,20 @@
  * common.c - what opbench and tcmodel share (declared in common.h): the
  * benchmarks' clock (what a TSC tick is on this machine, measured), the
  * records' head, a sample's median and percentiles, the SCHED_FIFO
- * periodic waker, progress messages, option numbers, pinning, the default
- * CPUs and the flavour's name.
+ * periodic waker, the thread's context switches and sched_out(), progress
+ * messages, option numbers, pinning, the default CPUs and the flavour's
+ * name.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
 
@@ -161,6 +164,26 @@ double now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+long nr_switches(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_THREAD, &ru);
+	return ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
+int sched_out(int max)
+{
+	long before = nr_switches();
+
+	for (int polls = 1; polls <= max; polls++) {
+		poll(NULL, 0, 1);
+		if (nr_switches() != before)
+			return polls;
+	}
+	return 0;
 }
 
 /* qsort() order of uint64_t. */

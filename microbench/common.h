@@ -3,7 +3,8 @@
  * common.h - what common.c defines, for opbench and tcmodel (both link
  * common.c and reg.c): the benchmarks' clock, the records' head and clock
  * record, the median and percentiles of a sample, the SCHED_FIFO periodic
- * waker, progress messages, option numbers, pinning and the flavour.
+ * waker, the thread's context switches and a sleep that ends in one,
+ * progress messages, option numbers, pinning and the flavour.
  */
 #ifndef OPBENCH_COMMON_H
 #define OPBENCH_COMMON_H
@@ -79,6 +80,24 @@ int pin_or_say(const char *who, int cpu);
 void default_cpus(int *cpu, int *cpu2, int limit);
 const char *flavour_of_release(const char *release);
 double now_ns(void);
+
+/* This thread's context switches so far, voluntary and involuntary. */
+long nr_switches(void);
+
+/*
+ * Leave the CPU until the scheduler has switched this thread out: poll()
+ * for a millisecond at a time until nr_switches() moved, at most @max
+ * times. One poll() does not always block: the timer may have expired by
+ * the time the thread reaches schedule() (under TCG the host can
+ * deschedule the vCPU in between), and then nothing switched and no walk
+ * ran. Once the count moved, the return from the switch has already run
+ * the exit path (before the getrusage() that saw it). Returns the polls
+ * taken, 1 .. @max, or 0 when none of @max switched the thread out (the
+ * caller's gate says so rather than checking words no walk was due to
+ * write). correctness/guest/sched_out.h is the same idea, unbounded.
+ */
+int sched_out(int max);
+#define SCHED_OUT_MAX	1000
 int cmp_u64(const void *a, const void *b);
 
 /* The "clock" record: what a TSC tick is here, measured. */

@@ -110,7 +110,6 @@ int thread_setup(struct bench_ctx *ctx, struct thread_ops *to);
 #define CELL_READY	-1
 int cell_begin(struct bench_ctx *ctx, int cpu, struct thread_ops *to,
 	       struct iters *it);
-long nr_switches(void);
 
 /*
  * The timed samples of a cell: @body once per iteration between two TSC

@@ -65,7 +65,12 @@ struct thread_ops {
 /*
  * The words one iteration arms before it and reads after it. With no
  * operations the words are dummies no walk writes, so every cell runs the
- * same instructions per iteration.
+ * same instructions per iteration. The words are stored, and loaded, one
+ * after the other: a switch out between two of them (the walk runs on the
+ * way back) leaves one word rewritten and the other not, which looks like
+ * a walk stopped part way. opbench's emit_sample() accounts for that with
+ * the switches the sample counted; keep the two stores and the two loads
+ * adjacent so that the window stays a few instructions wide.
  */
 struct watch {
 	uint64_t *w[WATCH_MAX];
