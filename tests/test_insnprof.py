@@ -400,7 +400,11 @@ def test_instruction_flame_graph_in_the_guest(insn_profile):
     assert len(samples) == 2 and all(x["valid"] for x in samples), samples
     walks = sum((x["kept"] - x["no_event"]) * x["walks_per_loop"]
                 for x in samples)
-    assert 30 * 2 <= walks <= 30 * 2 * 2, samples  # the gate's half
+    # No range on walks itself: 30 loops of 2 walks bound it from above,
+    # and the gate from below (a valid sample has at least half its
+    # iterations switching: "fewer than half the iterations" in
+    # microbench/opbench.c), so it could not fail. The plugin's count
+    # against it can.
     assert int(ops["walker_calls"]) >= int(ops["walks"]) == walks, ops
     assert int(base["walker_calls"]) == 0
     with open(os.path.join(out, "ops-64", "insn.folded")) as f:

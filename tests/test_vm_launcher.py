@@ -3,6 +3,7 @@
 import argparse
 import json
 import os
+import shutil
 import stat
 import subprocess
 import types
@@ -11,6 +12,7 @@ import pytest
 
 import opbench_vm as vm
 from conftest import TOP, fake_manifest, kernel_dir
+from test_microbench import guest_opbench  # noqa: F401 (a fixture)
 
 LAUNCHER = os.path.join(TOP, "vm-images", "opbench-vm")
 RUNNER = os.path.join(TOP, "vm-images", "guest-run")
@@ -698,11 +700,18 @@ def test_guest_exit_status_propagates(image, tmp_path):
 
 @pytest.mark.rig
 def test_guest_hang_is_killed_at_timeout(image, tmp_path):
-    r, rec = boot(image, tmp_path, "sleep", "3600", timeout=25)
+    """The command hangs, not the boot: the guest reached it (the
+    console's OPBENCH-START, which sets boot_to_command_s), then the
+    timeout killed it. Boots take some 8 s (tests/data/quick-run): 40 s
+    leave room for a loaded host."""
+    r, rec = boot(image, tmp_path, "sleep", "3600", timeout=40)
     assert r.returncode == vm.EXIT_TIMEOUT
     assert "guest timed out" in r.stderr
     assert "  | " in r.stderr        # the console tail follows
     assert rec["outcome"] == "timeout"
+    assert "boot_to_command_s" in rec, (
+        "the guest never reached the command: the timeout killed a boot, "
+        "not a hang; see %s" % (tmp_path / "console.log"))
 
 
 @pytest.mark.rig
@@ -740,7 +749,19 @@ def test_kernel_problem_fails_any_boot(image, tmp_path):
 
 
 @pytest.mark.rig
-def test_icount_boot(image, tmp_path):
-    r, rec = boot(image, tmp_path, "true", accel="icount")
+def test_icount_boot(guest_opbench, image, tmp_path):
+    """The known answer under --accel icount: a TSC tick is one
+    instruction. opbench's clock record times a loop of known length
+    (microbench/common.c, emit_clock(): 2 x 100000 instructions, the
+    difference of two lengths) and must see exactly that many ticks."""
+    shutil.copy(guest_opbench, tmp_path / "opbench")
+    r, rec = boot(image, tmp_path, "sh", "-c", "./opbench -q -n 0 -l 10 "
+                  "-s 1 -w 0 syscall > out.json", accel="icount")
     assert r.returncode == 0, r.stderr
     assert "-icount" in rec["qemu_command"]
+    recs = [json.loads(l) for l in
+            (tmp_path / "out.json").read_text().splitlines() if l.strip()]
+    clock = [x for x in recs if x["kind"] == "clock"]
+    assert len(clock) == 1, recs
+    assert clock[0]["insns"] == 200000 and clock[0]["ticks"] == 200000, \
+        clock[0]

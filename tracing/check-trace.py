@@ -6,12 +6,17 @@
                                      prime-signals.json; the walks counted
                                      must be signals + context switches
                                      (at least signals: a switch inside
-                                     a raise() shares its walk)
+                                     a raise() shares its walk). A walk is
+                                     a call of the walker that applied the
+                                     whole array, never a failed call that
+                                     the slow path repeats (counted in
+                                     @failed by rseq_ops_lat.bt)
     check-trace.py overhead DIR      plain-*.json against traced-*.json:
                                      the tracer's cost, with its 95% CI
     check-trace.py hist FILE         the histograms in a bpftrace output
 
 bpftrace output it reads (maps printed at exit):
+    @failed[primesig, -14]: 2
     @walks[primesig]: 1009
     @ns[primesig]:
     [2K, 4K)            1009 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
@@ -79,6 +84,13 @@ def validate(dirs):
                     script, walks, w["signals"], w["switches"], expect,
                     " (at least %d)" % w["signals"] if w["switches"] else "",
                     "OK" if good else "MISMATCH"))
+        # Calls that failed (a fault on the fast path, or in a chunk
+        # before the slow path faulted it in) are no walks; the walk they
+        # were part of is counted once, by the call that finished it.
+        failed = sum(v for (name, key), v in scalars.items()
+                     if name == "failed" and key.split(",")[0] == "primesig")
+        if failed:
+            line += "; %d failed calls, not walks" % failed
         if ("nodes", "primesig") in scalars:
             # A walk while the list was still being registered applied
             # fewer nodes: exact only when no switch fell there.
@@ -96,6 +108,8 @@ def validate(dirs):
                 if w.get("switches_registering", 0) else "",
                 "OK" if good_n else "MISMATCH")
             good = good and good_n
+        # One successful call per walk: trace.sh validates with 7
+        # operations, and only more than 64 are applied in chunks.
         for (name, key), buckets in hists.items():
             total = sum(b[2] for b in buckets)
             line += "; @%s[%s] histogram holds %d" % (name, key, total)
