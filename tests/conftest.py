@@ -20,6 +20,43 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "rig: needs built kernels and image")
 
 
+RIG_SELECTED = []
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items):
+    """After -m and -k have deselected: does this run boot guests?"""
+    RIG_SELECTED[:] = [any(i.get_closest_marker("rig") for i in items)]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """What the rig tests retried, skipped or nearly ran out of
+    (tests/rigreport.py), after every run that recorded an event or
+    skipped a test, and the boots of a run that selected rig tests (the
+    host tests' QEMU records are fakes); also into $RIG_SUMMARY when
+    set."""
+    import rigreport
+    root = None
+    factory = getattr(config, "_tmp_path_factory", None)
+    if factory is not None and factory._basetemp is not None and \
+            any(RIG_SELECTED):
+        root = str(factory.getbasetemp())
+    lines = rigreport.summary(root)
+    skipped = terminalreporter.stats.get("skipped", [])
+    for rep in skipped:
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else ""
+        lines.append("pytest skip: %s: %s" % (rep.nodeid, reason))
+    if not lines:
+        return
+    terminalreporter.section("rig events")
+    for l in lines:
+        terminalreporter.write_line(l)
+    path = os.environ.get("RIG_SUMMARY")
+    if path:
+        with open(path, "w") as f:
+            f.writelines(l + "\n" for l in lines)
+
+
 def run(cmd, **kw):
     return subprocess.run(cmd, cwd=TOP, capture_output=True, text=True, **kw)
 
@@ -130,7 +167,11 @@ def quick_run(tmp_path_factory, flavours, image):
                     "echo \"STUB: $0 called after the build\" >&2\nexit 1\n"
                     % stub)
         os.chmod(os.path.join(stub, tool), 0o755)
+    # A fixed seed: the boot and cell order is the same in every make test,
+    # so that a verdict cannot depend on the order drawn (QUICK_SEED
+    # overrides it to try another; the run's provenance records it).
     env = bench_env(PLAN="quick", RESULTS_ROOT=str(root),
+                    SEED=os.environ.get("QUICK_SEED", "20261206"),
                     PATH="%s:%s" % (stub, os.environ["PATH"]))
     r = subprocess.run([os.path.join(TOP, "microbench", "bench-run.sh")],
                        cwd=TOP, env=env, capture_output=True, text=True,

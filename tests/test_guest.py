@@ -2,10 +2,12 @@
 """Boot each flavour: release string, rseq feature size, and the rseq
 selftests on the ops kernel (rig tests)."""
 import os
+import re
 import subprocess
 
 import pytest
 
+import rigreport
 from conftest import TOP, provenance
 
 RUNNER = os.path.join(TOP, "vm-images", "guest-run")
@@ -23,7 +25,7 @@ def test_boot_release_and_feature_size(flavours, image, tmp_path):
             [RUNNER, "--flavour", fl, "--out", str(out), "--accel", "tcg",
              "--timeout", "180", "--", "sh", "-c",
              "uname -r; LD_SHOW_AUXV=1 /bin/true | grep AT_RSEQ_FEATURE_SIZE"],
-            capture_output=True, text=True, timeout=300)
+            capture_output=True, text=True, timeout=420)
         assert r.returncode == 0, r.stderr
         # The runner's uniform boot directory.
         for f in ("console.log", "vm.json", "kernel-provenance",
@@ -56,6 +58,10 @@ def test_ops_selftests_quick(flavours, tmp_path):
     assert "rfc_client: RFC names and layout build" in r.stdout
     assert "ok 2 rfc_client\n" in r.stdout
     assert "with_ops=0 " not in r.stdout
+    # Skips: exactly the configuration's, and those of load counted.
+    problems = rigreport.check_selftest_skips(r.stdout, "default",
+                                              "selftests quick, ops")
+    assert not problems, problems
 
 
 def case_line(tap, name):
@@ -90,5 +96,14 @@ def test_ops_selftest_on_debug_kernel(tmp_path):
                  "global.registration_waiting_on_a_fault_blocks_no_other_thread"):
         line = case_line(r.stdout, name)
         assert line.startswith("ok ") and "# SKIP" not in line, line
-    # The charge the case measured, as it logs it.
+    # The charge the case measured, as it logs it, from reads that were
+    # up to date (the case says how many it took).
     assert "memory.stat kernel:" in r.stdout
+    m = re.search(r"memory\.stat: (\d+) reads, (\d+) stale", r.stdout)
+    assert m, r.stdout[-3000:]
+    if int(m.group(2)):
+        rigreport.event("memory.stat reads again", "selftest debug, ops",
+                        "%s stale of %s reads" % (m.group(2), m.group(1)))
+    problems = rigreport.check_selftest_skips(r.stdout, "debug",
+                                              "selftest debug, ops")
+    assert not problems, problems

@@ -15,12 +15,14 @@ import glob
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
 
 import pytest
 
+import rigreport
 from conftest import TOP, bench_env
 
 sys.path.insert(0, os.path.join(TOP, "analysis"))
@@ -59,6 +61,32 @@ def native(kit, out, **env):
     e = dict(bench_env(), BIN=kit, **dict(TINY, **env))
     return subprocess.run(["sh", RUNNER, str(out)], env=e,
                           capture_output=True, text=True, timeout=600)
+
+
+# Why a cell of a native run may be invalid on a correct kernel: the host's
+# load (CI's, or a build beside it) kept the switch partner from running or
+# disturbed preempt's samples. Timing on a shared host, not kernel behaviour.
+DISTURBED = re.compile(r"fewer than half the iterations showed the expected "
+                       r"event|only \d+ of \d+ samples undisturbed")
+
+
+def disturbed_only(r, a, where):
+    """analyze --strict's status on a native run: 0, or 3 when every
+    invalid cell was invalid for the host's load only; those are counted
+    in make test's summary and returned as (bench, flavour, N). Any other
+    invalid cell (a gate: the kernel's behaviour) fails the test."""
+    if r.returncode == 0:
+        return set()
+    assert r.returncode == 3, r.stderr
+    bad = [x for x in a["invalid"] if not all(
+        DISTURBED.search(w) for w in x["why"].split("; "))]
+    assert not bad, bad
+    for x in a["invalid"]:
+        rigreport.event("native cell disturbed by the host's load", where,
+                        "%s %s N=%s boot %s: %s" % (
+                            x["bench"], x["flavour"], x["nr_ops"],
+                            x["boot"], x["why"]))
+    return {(x["bench"], x["flavour"], x["nr_ops"]) for x in a["invalid"]}
 
 
 def analyse(run):
@@ -109,7 +137,7 @@ def test_report_in_ns_with_the_host_state(aa_run):
     """The unit comes from the run's records (native: ns), the header
     gives the host's state and the PMU's, and nothing says QEMU."""
     _, r, a, text = aa_run
-    assert r.returncode == 0, r.stderr
+    disturbed_only(r, a, "native A/A run")
     assert a["accel"] == "native" and a["unit"] == "ns"
     assert a["reference"] == "native"
     assert a["flavours"] == ["native", "native2"]
@@ -208,11 +236,15 @@ def test_box_sessions_merged_into_one_comparison(kit, tmp_path):
     assert opbench_data.rounds_of(opbench_data.load(str(merged))) == \
         {1: 0, 2: 1, 3: 0, 4: 1}
     r, a, text = analyse(str(merged))
-    assert r.returncode == 0, r.stderr
+    gone = disturbed_only(r, a, "native merge")
     assert a["unit"] == "ns" and a["reference"] == "native"
     rows = sorted((m["bench"], m["flavour"], m["nr_ops"])
                   for m in a["mission"])
-    assert rows == [("switch", "ops", 0), ("syscall", "ops", 0)]
+    # A switch cell the host's load invalidated has no row to compare.
+    want = [("switch", "ops", 0), ("syscall", "ops", 0)]
+    if any(b == "switch" for b, _, _ in gone):
+        want.remove(("switch", "ops", 0))
+    assert rows == want, (rows, gone)
     assert "merged from 4 runs" in " ".join(text.split())
 
 

@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+import rigreport
 from conftest import TOP, manifest
 
 
@@ -68,6 +69,9 @@ def test_rseq_op_test_as_an_i386_task_on_debug_ops(tmp_path):
     assert "\nok 2 rseq_op_test.i386.1\n" in r.stdout
     assert "\nok 3 rseq_op_test.i386.linux32\n" in r.stdout
     assert len(passes) == 2, r.stdout[-2000:]
+    problems = rigreport.check_selftest_skips(r.stdout, "compat",
+                                              "selftest i386 compat, ops")
+    assert not problems, problems
     out = r.stdout.strip().splitlines()[-1]
     with open(os.path.join(out, "kernel-problems.txt")) as f:
         assert f.read() == ""

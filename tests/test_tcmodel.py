@@ -198,7 +198,7 @@ def guest(tcmodel_bin, flavour, image, out, script):
                         "--accel", "icount", "--timeout", "900",
                         "--copy", tcmodel_bin, "--copy", sh, "--", "sh",
                         "./" + os.path.basename(sh)],
-                       capture_output=True, text=True, timeout=1000)
+                       capture_output=True, text=True, timeout=1900)
     with open(os.path.join(out, "out.json")) as f:
         recs = records(f.read())
     with open(os.path.join(out, "rc.txt")) as f:

@@ -25,6 +25,11 @@ command's output goes to stdout. Files given with --copy are put into DIR
 for the guest and removed afterwards. --dry-run resolves everything, prints
 it and the QEMU command line, and boots and writes nothing.
 
+A boot whose first kernel problem came before the command started is void,
+not a verdict on the command: it is booted once more, the same way for
+every driver, with the void boot's files moved to DIR/void-1/ and the count
+in vm.json ("void_boots") and on stderr. A second void boot fails (125).
+
 Exit status: the guest command's, or opbench-vm's (124 timeout, 125 kernel
 problem, 126 no boot), or 2 for a bad request (named on stderr).
 """
@@ -225,6 +230,36 @@ def boot(opts, kdir, image, argv):
               "command started: this boot is void, not a verdict on the "
               "command (%s)" % os.path.join(opts.out, "kernel-problems.txt"),
               file=sys.stderr)
+        return status, True
+    return status, False
+
+
+VOID_DIR = "void-1"
+
+
+def boot_unless_void(opts, kdir, image, argv):
+    """boot(), once more after a void boot (its files kept in VOID_DIR);
+    the second boot's vm.json counts the void one."""
+    status, void = boot(opts, kdir, image, argv)
+    if not void or status != opbench_vm.EXIT_SPLAT:
+        return status
+    keep = os.path.join(opts.out, VOID_DIR)
+    os.makedirs(keep)
+    for f in os.listdir(opts.out):
+        if f != VOID_DIR:
+            shutil.move(os.path.join(opts.out, f), os.path.join(keep, f))
+    print("guest-run: WARNING: void boot of %s, kept in %s: booting once "
+          "more (a second void boot fails)" % (opts.flavour, keep),
+          file=sys.stderr)
+    status, void = boot(opts, kdir, image, argv)
+    record = os.path.join(opts.out, "vm.json")
+    if os.path.exists(record):
+        with open(record) as f:
+            rec = json.load(f)
+        rec["void_boots"] = 1
+        with open(record, "w") as f:
+            json.dump(rec, f, indent=1, sort_keys=True)
+            f.write("\n")
     return status
 
 
@@ -235,7 +270,7 @@ def main(argv=None):
         kdir, image = resolve(opts.flavour, opts.kconfig)
         if opts.dry_run:
             return dry_run(opts, kdir, image)
-        return boot(opts, kdir, image, argv)
+        return boot_unless_void(opts, kdir, image, argv)
     except RunError as e:
         print("guest-run: error: %s" % e, file=sys.stderr)
         return 2

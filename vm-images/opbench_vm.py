@@ -578,18 +578,79 @@ def write_guest_script(share, argv):
     return os.path.basename(path)
 
 
+def cpu_seconds(pid):
+    """User and system CPU time of a live process, all its threads (the
+    vCPUs among them), in seconds; None once it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def runqueue_wait(pid):
+    """Seconds the threads of a live process (the vCPUs among them) spent
+    runnable but not running on the host (schedstat's run_delay, summed):
+    how long the host starved the guest. None when it cannot be read."""
+    total = 0
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                total += int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / 1e9
+
+
+class HostShare:
+    """What the host gave a QEMU process while it ran: CPU time, run-queue
+    wait in all, and the most run-queue wait in any one second of wall
+    time, sampled about once a second into the boot's record."""
+
+    def __init__(self, pid, record):
+        self.pid, self.record = pid, record
+        self.last_t, self.last_wait = None, None
+        record["host_max_wait_per_s"] = 0.0
+
+    def sample(self, now):
+        if self.last_t is not None and now - self.last_t < 1.0:
+            return
+        cpu = cpu_seconds(self.pid)
+        wait = runqueue_wait(self.pid)
+        if cpu is not None:
+            self.record["qemu_cpu_s"] = round(cpu, 2)
+        if wait is None:
+            return
+        self.record["host_wait_s"] = round(wait, 2)
+        if self.last_t is not None and self.last_wait is not None:
+            per_s = (wait - self.last_wait) / (now - self.last_t)
+            if per_s > self.record["host_max_wait_per_s"]:
+                self.record["host_max_wait_per_s"] = round(per_s, 3)
+        self.last_t, self.last_wait = now, wait
+
+
 def boot_once(opts, accel, script, logfile, record, pin=None, probe=None):
     """Boot one guest; return (status, reason). pin: host CPU for each
     vCPU thread, or None; probe: seconds to wait for first console output
-    before giving up (KVM sanity probe)."""
+    before giving up (KVM sanity probe). The record gets the boot's wall
+    time against its limit, and what the host gave QEMU (HostShare): a
+    guest starved by its host shows run-queue wait, which tells emulator
+    starvation from a slow kernel when a limit or a watchdog fires."""
     qmp_dir = tempfile.mkdtemp(prefix="opbench-qmp-")
     qmp_sock = os.path.join(qmp_dir, "qmp") if pin else None
     cmd = build_command(opts, accel, logfile, script, qmp_sock)
     record["qemu_command"] = cmd
     open(logfile, "w").close()
     t0 = time.time()
+    record["timeout_s"] = opts.timeout
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    share = HostShare(proc.pid, record)
     try:
         if pin:
             tids = qmp_vcpu_threads(qmp_sock, t0 + 10)
@@ -627,6 +688,7 @@ def boot_once(opts, accel, script, logfile, record, pin=None, probe=None):
                         print(line.rstrip("\r"), flush=True)
                     shown = max(shown, end)
             now = time.time() - t0
+            share.sample(now)
             if exit_seen is None and EXIT_RE.search(text):
                 exit_seen = now
             if proc.poll() is not None:
@@ -641,6 +703,7 @@ def boot_once(opts, accel, script, logfile, record, pin=None, probe=None):
                 proc.kill()
                 proc.wait()
                 record["outcome"] = "timeout"
+                record["elapsed_s"] = round(time.time() - t0, 3)
                 return (EXIT_TIMEOUT, "timeout")
             time.sleep(0.05)
         out = proc.stdout.read().decode(errors="replace")

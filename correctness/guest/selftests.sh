@@ -36,8 +36,16 @@ run() {	# name, command...: one TAP line, output kept as comments
 	fi
 }
 
+# A skipped case tested nothing: every round's skips are counted, per case
+# and reason, and printed as "<n>x skipped: <case> (<reason>)" lines that
+# the rig tests hold against the configuration's list (tests/rigreport.py).
+skip_counts() {
+	sed -n 's/^ok [0-9]* \(.*\) # SKIP \(.*\)$/skipped: \1 (\2)/p' |
+		sort | uniq -c | sed 's/^ *\([0-9]*\) /\1x /'
+}
+
 op_rounds() {	# rseq_op_test $1 times in a row; stop at the first failure
-	local i out
+	local i out skips=
 	for i in $(seq 1 "$1"); do
 		if ! out=$(./run_rseq_op_test.sh 2>&1); then
 			# The failed cases, with the harness's lines about them.
@@ -45,8 +53,10 @@ op_rounds() {	# rseq_op_test $1 times in a row; stop at the first failure
 			echo "rseq_op_test failed in round $i of $1"
 			return 1
 		fi
+		skips+=$(printf '%s\n' "$out" | grep -E '^ok [0-9]+ .* # SKIP')$'\n'
 	done
 	printf '%s\n' "$out" | grep -E '^# (PASSED|Totals|FAILED)'
+	printf '%s' "$skips" | skip_counts
 	echo "rseq_op_test passed $1 round(s) in a row"
 }
 

@@ -1,0 +1,181 @@
+# SPDX-License-Identifier: GPL-2.0
+"""What a run of the rig tests retried, skipped or nearly ran out of.
+
+A verdict that passed only because a case skipped, a boot that was retried
+or a guest that used most of its time limit is something a reviewer must
+see, not something pytest hides on success. Tests report such events here
+(`event()`); the boots report themselves (every boot leaves a `vm.json`
+under pytest's base temporary directory). conftest.py prints `summary()` at
+the end of the run and writes it to $RIG_SUMMARY when that is set.
+
+rseq_op_test's skips come in three kinds:
+  configuration  the kernel's configuration or architecture decides: each
+                 configuration has an exact list (CONFIG_SKIPS), and a
+                 case that skips for such a reason off that list fails, as
+                 does a listed case that did not skip;
+  load           the run could not produce the situation the case needs
+                 (every attempt was preempted, say): allowed, counted and
+                 printed in the summary, since a loaded host can cause it
+                 on a correct tree;
+  anything else  a case that could not even set itself up: a failure.
+"""
+import collections
+import json
+import os
+import re
+
+EVENTS = []
+
+# The reasons the rig's run could not produce a case's situation.
+LOAD_REASONS = (
+    r"preempted in each of \d+ attempts",
+    r"the signal never arrived before the moved thread ran",
+    r"the spinning thread was switched out in each of \d+ tries",
+    r"the two registrations never overlapped in \d+ rounds",
+)
+# Reasons that come from the kernel's configuration or the architecture.
+CONFIG_REASONS = (
+    r"no memory controller",
+    r"userfaultfd: ",
+    r"arm64's tagged address ABI only",
+    r"no tagged address ABI",
+    r"rseq debug mode",
+    r"needs two CPUs",
+    r"one possible CPU",
+)
+
+# The cases each configuration skips for a configuration reason: the
+# default benchmark configuration has neither MEMCG nor USERFAULTFD; the
+# debug one has both, and rseq debug mode; tagged addresses are arm64's.
+TAGGED = "global.tagged_addresses_are_checked_without_the_tag"
+CONFIG_SKIPS = {
+    "default": {TAGGED, "global.array_charged_to_the_thread_cgroup",
+                "global.registration_waiting_on_a_fault_blocks_no_other_thread"},
+    "debug": {TAGGED,
+              "global.critical_section_evaluated_after_interrupts_only"},
+}
+# A 32-bit task on the 64-bit debug kernel: the debug configuration's.
+CONFIG_SKIPS["compat"] = CONFIG_SKIPS["debug"]
+
+SKIP_LINE = re.compile(
+    r"^(?:# )?(?:ok \d+ (?P<case>\S+) # SKIP ?(?P<reason>.*)"
+    r"|(?P<n>\d+)x skipped: (?P<case2>\S+) \((?P<reason2>.*)\))$")
+
+
+def event(kind, where, detail):
+    """Record something the end-of-run summary must show."""
+    EVENTS.append((kind, where, detail))
+
+
+def selftest_skips(text):
+    """rseq_op_test's skipped cases in selftests.sh's output, as
+    {case: (reason, rounds)}: a one-round run keeps every case's TAP line,
+    a run of several rounds prints one count line per case and reason."""
+    out = {}
+    for line in text.splitlines():
+        m = SKIP_LINE.match(line.strip())
+        if not m:
+            continue
+        if m.group("case"):
+            case, reason, n = m.group("case"), m.group("reason"), 1
+        else:
+            case, reason = m.group("case2"), m.group("reason2")
+            n = int(m.group("n"))
+        if not case.startswith(("global.", "race.", "fatal.", "refused.",
+                                "ignored.")):
+            continue    # selftests.sh's own lines, not rseq_op_test's
+        prev = out.get(case, ("", 0))
+        out[case] = (reason, prev[1] + n)
+    return out
+
+
+def kind_of(reason):
+    if any(re.match(r, reason) for r in LOAD_REASONS):
+        return "load"
+    if any(re.match(r, reason) for r in CONFIG_REASONS):
+        return "configuration"
+    return "other"
+
+
+def check_selftest_skips(text, config, where):
+    """The problems with rseq_op_test's skips in TEXT for configuration
+    CONFIG (a key of CONFIG_SKIPS), as sentences; [] when there are none.
+    Load skips are recorded as events for the summary."""
+    skips = selftest_skips(text)
+    problems = []
+    by_config = set()
+    for case, (reason, n) in sorted(skips.items()):
+        k = kind_of(reason)
+        if k == "load":
+            event("selftest skip (load)", where,
+                  "%s: %s (%d round(s))" % (case, reason, n))
+        elif k == "configuration":
+            by_config.add(case)
+        else:
+            problems.append("%s skipped: %s" % (case, reason))
+    want = CONFIG_SKIPS[config]
+    for case in sorted(by_config - want):
+        problems.append("%s skipped for a configuration reason (%s), not "
+                        "expected on %s" % (case, skips[case][0], config))
+    for case in sorted(want - by_config):
+        problems.append("%s was expected to skip on %s and did not: update "
+                        "tests/rigreport.py CONFIG_SKIPS if the configuration "
+                        "changed" % (case, config))
+    return problems
+
+
+def boot_records(root):
+    """Every boot's vm.json under ROOT: (path relative to ROOT, record);
+    only records a QEMU launch wrote (a test's fake record is no boot)."""
+    out = []
+    for d, _, files in os.walk(root):
+        if "vm.json" in files:
+            p = os.path.join(d, "vm.json")
+            try:
+                with open(p) as f:
+                    rec = json.load(f)
+            except (OSError, ValueError):
+                continue
+            if not isinstance(rec, dict) or "qemu_command" not in rec:
+                continue
+            out.append((os.path.relpath(d, root), rec))
+    return sorted(out)
+
+
+def summary(root, events=None):
+    """The summary's lines: boots (outcomes, void boots, the closest to
+    its limit, the most starved, warnings) and the events."""
+    events = EVENTS if events is None else events
+    boots = boot_records(root) if root and os.path.isdir(root) else []
+    lines = []
+    if boots:
+        outcomes = collections.Counter(r.get("outcome", "?") for _, r in boots)
+        voids = sum(1 for p, _ in boots if os.path.basename(p) == "void-1")
+        lines.append("boots: %d (%s); void boots booted again: %d" % (
+            len(boots), ", ".join("%s %d" % kv for kv in
+                                   sorted(outcomes.items())), voids))
+        timed = [(r["elapsed_s"] / r["timeout_s"], r["elapsed_s"],
+                  r["timeout_s"], p) for p, r in boots
+                 if r.get("elapsed_s") and r.get("timeout_s")]
+        for ratio, el, lim, p in sorted(timed, reverse=True)[:3]:
+            lines.append("  closest to its limit: %3.0f%% (%.0f of %.0f s) %s"
+                         % (100 * ratio, el, lim, p))
+        # Starvation: QEMU's threads runnable but not running on the host.
+        starved = [(r["host_max_wait_per_s"], r.get("host_wait_s", 0),
+                    r.get("elapsed_s", 0), p) for p, r in boots
+                   if r.get("host_max_wait_per_s")]
+        for worst, wait, el, p in sorted(starved, reverse=True)[:3]:
+            lines.append("  most starved by the host: %.2f s waiting in one "
+                         "second, %.0f s in %.0f s %s" % (worst, wait, el, p))
+        warns = collections.Counter(w for _, r in boots
+                                    for w in r.get("warnings", []))
+        for w, n in sorted(warns.items()):
+            lines.append("  warning x%d: %s" % (n, w))
+    by_kind = collections.defaultdict(list)
+    for kind, where, detail in events:
+        by_kind[kind].append((where, detail))
+    for kind in sorted(by_kind):
+        lines.append("%s: %d" % (kind, len(by_kind[kind])))
+        for where, detail in by_kind[kind]:
+            lines.append("  %s: %s" % (where, detail))
+    return lines
