@@ -46,15 +46,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for rep in skipped:
         reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else ""
         lines.append("pytest skip: %s: %s" % (rep.nodeid, reason))
+    path = os.environ.get("RIG_SUMMARY")
+    if path:
+        # Written every time, empty or not: never an earlier run's.
+        with open(path, "w") as f:
+            f.writelines(l + "\n" for l in lines)
     if not lines:
         return
     terminalreporter.section("rig events")
     for l in lines:
         terminalreporter.write_line(l)
-    path = os.environ.get("RIG_SUMMARY")
-    if path:
-        with open(path, "w") as f:
-            f.writelines(l + "\n" for l in lines)
 
 
 def run(cmd, **kw):

@@ -69,8 +69,10 @@ def event(kind, where, detail):
 
 def selftest_skips(text):
     """rseq_op_test's skipped cases in selftests.sh's output, as
-    {case: (reason, rounds)}: a one-round run keeps every case's TAP line,
-    a run of several rounds prints one count line per case and reason."""
+    {(case, reason): rounds}: a one-round run keeps every case's TAP line,
+    a run of several rounds prints one count line per case and reason.
+    Every reason is kept: a case may skip for different ones in different
+    rounds, and each is judged."""
     out = {}
     for line in text.splitlines():
         m = SKIP_LINE.match(line.strip())
@@ -84,8 +86,7 @@ def selftest_skips(text):
         if not case.startswith(("global.", "race.", "fatal.", "refused.",
                                 "ignored.")):
             continue    # selftests.sh's own lines, not rseq_op_test's
-        prev = out.get(case, ("", 0))
-        out[case] = (reason, prev[1] + n)
+        out[case, reason] = out.get((case, reason), 0) + n
     return out
 
 
@@ -103,21 +104,21 @@ def check_selftest_skips(text, config, where):
     Load skips are recorded as events for the summary."""
     skips = selftest_skips(text)
     problems = []
-    by_config = set()
-    for case, (reason, n) in sorted(skips.items()):
+    by_config = {}
+    for (case, reason), n in sorted(skips.items()):
         k = kind_of(reason)
         if k == "load":
             event("selftest skip (load)", where,
                   "%s: %s (%d round(s))" % (case, reason, n))
         elif k == "configuration":
-            by_config.add(case)
+            by_config[case] = reason
         else:
             problems.append("%s skipped: %s" % (case, reason))
     want = CONFIG_SKIPS[config]
-    for case in sorted(by_config - want):
+    for case in sorted(set(by_config) - want):
         problems.append("%s skipped for a configuration reason (%s), not "
-                        "expected on %s" % (case, skips[case][0], config))
-    for case in sorted(want - by_config):
+                        "expected on %s" % (case, by_config[case], config))
+    for case in sorted(want - set(by_config)):
         problems.append("%s was expected to skip on %s and did not: update "
                         "tests/rigreport.py CONFIG_SKIPS if the configuration "
                         "changed" % (case, config))
@@ -167,6 +168,9 @@ def summary(root, events=None):
         for worst, wait, el, p in sorted(starved, reverse=True)[:3]:
             lines.append("  most starved by the host: %.2f s waiting in one "
                          "second, %.0f s in %.0f s %s" % (worst, wait, el, p))
+        if starved:
+            lines.append("  (run-queue wait of all of QEMU's threads, vCPUs "
+                         "among them: it can pass 1 s a second)")
         warns = collections.Counter(w for _, r in boots
                                     for w in r.get("warnings", []))
         for w, n in sorted(warns.items()):

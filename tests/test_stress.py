@@ -53,7 +53,7 @@ def test_resident_outcomes_listed(tmp_path):
 def stress(tmp_path, secs, **env):
     e = dict(os.environ, RESULTS_ROOT=str(tmp_path), **env)
     r = subprocess.run([SCRIPT, str(secs)], cwd=TOP, env=e,
-                       capture_output=True, text=True, timeout=secs + 900)
+                       capture_output=True, text=True, timeout=2 * (secs + 600) + 120)
     out = r.stdout.strip().splitlines()[-1]
     with open(os.path.join(out, "summary.json")) as f:
         return r, out, json.load(f)

@@ -238,15 +238,19 @@ VOID_DIR = "void-1"
 
 
 def boot_unless_void(opts, kdir, image, argv):
-    """boot(), once more after a void boot (its files kept in VOID_DIR);
-    the second boot's vm.json counts the void one."""
+    """boot(), once more after a void boot; the second boot's vm.json
+    counts the void one. What the void boot wrote (the runner's files, and
+    what its command created) is kept in VOID_DIR; what the caller put in
+    the directory before (the guest's programs, a file its shell is
+    writing the output into) stays for the second boot."""
+    before = set(os.listdir(opts.out)) if os.path.isdir(opts.out) else set()
     status, void = boot(opts, kdir, image, argv)
     if not void or status != opbench_vm.EXIT_SPLAT:
         return status
     keep = os.path.join(opts.out, VOID_DIR)
     os.makedirs(keep)
     for f in os.listdir(opts.out):
-        if f != VOID_DIR:
+        if f != VOID_DIR and (f in OUTPUTS or f not in before):
             shutil.move(os.path.join(opts.out, f), os.path.join(keep, f))
     print("guest-run: WARNING: void boot of %s, kept in %s: booting once "
           "more (a second void boot fails)" % (opts.flavour, keep),

@@ -1377,6 +1377,11 @@ int main(int argc, char **argv)
 			victims++;
 		}
 		pid = wait(&status);
+		if (pid < 0 && errno == ECHILD && next.drawn && !time_up) {
+			/* A fork failed with no victim alive: wait, then retry */
+			usleep(10000);
+			continue;
+		}
 		if (pid < 0)
 			break;
 		for (s = 0; s < par && slot[s].pid != pid; s++)
