@@ -127,7 +127,8 @@ def check_selftest_skips(text, config, where):
 
 def boot_records(root):
     """Every boot's vm.json under ROOT: (path relative to ROOT, record);
-    only records a QEMU launch wrote (a test's fake record is no boot)."""
+    only records a QEMU launch wrote (a test's fake record, a synthetic
+    run's, is no boot)."""
     out = []
     for d, _, files in os.walk(root):
         if "vm.json" in files:
@@ -137,7 +138,10 @@ def boot_records(root):
                     rec = json.load(f)
             except (OSError, ValueError):
                 continue
-            if not isinstance(rec, dict) or "qemu_command" not in rec:
+            # A launch writes its QEMU command and an outcome; synthetic
+            # runs that tests copy in have no outcome.
+            if not isinstance(rec, dict) or "qemu_command" not in rec or \
+                    "outcome" not in rec:
                 continue
             out.append((os.path.relpath(d, root), rec))
     return sorted(out)
