@@ -24,6 +24,7 @@ PLAN       ?= default
 RUNNER     ?= qemu
 RFC_SERIES ?= ../shared/seeds
 V2_SERIES  ?= kernel-patch/v2
+V3_SERIES  ?= kernel-patch/v3
 RESIDENT_SERIES ?= kernel-patch/resident
 BPF_SERIES ?= kernel-patch/bpf
 ROUNDS     ?= 50
@@ -59,9 +60,10 @@ V          ?= 0
 # kernel-patch/series/, v3.
 SERIES_rfc := $(abspath $(RFC_SERIES))
 SERIES_v2 := $(abspath $(V2_SERIES))
+SERIES_ops_v3 := $(abspath $(V3_SERIES))
 SERIES_resident := $(abspath $(RESIDENT_SERIES))
 SERIES_bpf := $(abspath $(BPF_SERIES))
-export CACHE_DIR KVER KCONFIG TOOLCHAIN V SERIES_rfc SERIES_v2 SERIES_resident SERIES_bpf PYTHON
+export CACHE_DIR KVER KCONFIG TOOLCHAIN V SERIES_rfc SERIES_v2 SERIES_ops_v3 SERIES_resident SERIES_bpf PYTHON
 
 # Old names, renamed because they collided: refuse them by name (and say
 # that one set in the environment is ignored).
@@ -318,8 +320,9 @@ help:
 	@echo '        SEED orders boots and cells (drawn and recorded when unset);'
 	@echo '        LABEL names the run directory'
 	@echo '  FLAVOURS="$(FLAVOURS)"  flavours to build or boot (make bench: the plan'"'"'s):'
-	@echo '        baseline, ops (our series v3, kernel-patch/series), control (ops'
-	@echo '        plus a planted bug), v2 (V2_SERIES: our series v2), rfc (RFC_SERIES),'
+	@echo '        baseline, ops (our series v4, kernel-patch/series), control (ops'
+	@echo '        plus a planted bug), v2 (V2_SERIES: our series v2), ops-v3 (V3_SERIES:'
+	@echo '        series v3 as posted, whose fault rule killed valid destinations), rfc (RFC_SERIES),'
 	@echo '        resident (RESIDENT_SERIES: the kernel-resident variant of v2),'
 	@echo '        bpf (BPF_SERIES: a hook for BPF programs where the series applies'
 	@echo '        operations; microbench/bpf/ loads the program),'
@@ -336,6 +339,7 @@ help:
 	@echo '        directory of check-series and cover-letter'
 	@echo '  RFC_SERIES=$(RFC_SERIES)  the RFC as posted'
 	@echo '  V2_SERIES=$(V2_SERIES)  our series v2 (the walk of the list in user memory)'
+	@echo '  V3_SERIES=$(V3_SERIES)  our series v3 (flavour ops-v3: make differential AGAINST=ops-v3)'
 	@echo '  RESIDENT_SERIES=$(RESIDENT_SERIES)  the kernel-resident variant of v2'
 	@echo '  BPF_SERIES=$(BPF_SERIES)  the hook for BPF programs (flavour bpf)'
 	@echo '  AGAINST=$(AGAINST)  make differential: the flavour compared with ops'

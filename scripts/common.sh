@@ -133,9 +133,11 @@ split_flavour() {
 
 # flavour_series NAME: the series a flavour is built from when none is
 # named, the same for every target: SERIES_<name> (make sets SERIES_rfc
-# from RFC_SERIES, SERIES_v2 from V2_SERIES and SERIES_resident from
-# RESIDENT_SERIES), and without it kernel-patch/v2/ for v2 (our series
-# v2, which walks the list in user memory) and kernel-patch/resident/ for
+# from RFC_SERIES, SERIES_v2 from V2_SERIES, SERIES_ops_v3 from V3_SERIES
+# and SERIES_resident from RESIDENT_SERIES), and without it
+# kernel-patch/v2/ for v2 (our series v2, which walks the list in user
+# memory), kernel-patch/v3/ for ops-v3 (series v3 as posted, whose fault
+# rule killed valid destinations: what v4 is compared with), kernel-patch/resident/ for
 # resident (v2 plus the patches that first kept the operations in the
 # kernel), and kernel-patch/bpf/ for bpf (a hook for BPF programs where
 # the series applies operations). Empty for baseline, ops and control (kernel-build.sh knows
@@ -144,6 +146,7 @@ flavour_series() {
 	local var=SERIES_${1//-/_}
 	case $1 in
 	v2) echo "${!var:-$TOPDIR/kernel-patch/v2}" ;;
+	ops-v3) echo "${!var:-$TOPDIR/kernel-patch/v3}" ;;
 	resident) echo "${!var:-$TOPDIR/kernel-patch/resident}" ;;
 	bpf) echo "${!var:-$TOPDIR/kernel-patch/bpf}" ;;
 	*) echo "${!var:-}" ;;
