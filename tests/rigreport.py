@@ -42,15 +42,20 @@ CONFIG_REASONS = (
     r"rseq debug mode",
     r"needs two CPUs",
     r"one possible CPU",
+    r"no soft-dirty tracking \(CONFIG_MEM_SOFT_DIRTY\)",
+    r"no MADV_COLLAPSE \(CONFIG_TRANSPARENT_HUGEPAGE\)",
 )
 
 # The cases each configuration skips for a configuration reason: the
-# default benchmark configuration has neither MEMCG nor USERFAULTFD; the
-# debug one has both, and rseq debug mode; tagged addresses are arm64's.
+# default benchmark configuration has neither MEMCG nor USERFAULTFD, nor
+# soft-dirty tracking or THP, which two transient faults need; the debug
+# one has all of them, and rseq debug mode; tagged addresses are arm64's.
 TAGGED = "global.tagged_addresses_are_checked_without_the_tag"
+TRANSIENT = "transient.%s.valid_destination_survives_racing_write_protect"
 CONFIG_SKIPS = {
     "default": {TAGGED, "global.array_charged_to_the_thread_cgroup",
-                "global.registration_waiting_on_a_fault_blocks_no_other_thread"},
+                "global.registration_waiting_on_a_fault_blocks_no_other_thread",
+                TRANSIENT % "soft_dirty_clearing", TRANSIENT % "thp_collapse"},
     "debug": {TAGGED,
               "global.critical_section_evaluated_after_interrupts_only"},
 }
@@ -84,7 +89,7 @@ def selftest_skips(text):
             case, reason = m.group("case2"), m.group("reason2")
             n = int(m.group("n"))
         if not case.startswith(("global.", "race.", "fatal.", "refused.",
-                                "ignored.")):
+                                "ignored.", "transient.")):
             continue    # selftests.sh's own lines, not rseq_op_test's
         out[case, reason] = out.get((case, reason), 0) + n
     return out
