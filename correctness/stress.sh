@@ -6,10 +6,10 @@
 # Env:   STRESS_KCONFIG (kernel configuration, default debug: KASAN, lockdep,
 #        lockup detectors), FLAVOUR (default ops), PARALLEL (victims at a
 #        time, default 4), SEED, SCENARIO (only that scenario; default
-#        all, drawn at random), RESULTS_ROOT (default results/). ops (v3),
-#        control and resident run the scenarios with the outcomes of a
-#        kernel that reads nodes once (-R), v2 and rfc with those of a
-#        walk of the list (scripts/common.sh op_semantics);
+#        all, drawn at random), RESULTS_ROOT (default results/). ops (v4),
+#        ops-v3, control and resident run the scenarios with the outcomes
+#        of a kernel that reads nodes once (-R), v2 and rfc with those of
+#        a walk of the list (scripts/common.sh op_semantics);
 #        STRESS_SEMANTICS=list|resident chooses for any flavour
 #
 # Boots FLAVOUR of STRESS_KCONFIG and runs correctness/stress/rseq_op_stress
@@ -39,9 +39,10 @@ default | debug) ;;
 esac
 flavour=${FLAVOUR:-ops}
 par=${PARALLEL:-4}
-# A kernel that checks and copies nodes at registration (ops, i.e. v3, and
-# the resident variant) ignores writes to registered nodes, where a walk
-# of the list (v2, the RFC) kills the task (rseq_op_stress -R or not).
+# A kernel that checks and copies nodes at registration (ops, i.e. v4,
+# ops-v3 and the resident variant) ignores writes to registered nodes,
+# where a walk of the list (v2, the RFC) kills the task (rseq_op_stress
+# -R or not).
 # STRESS_SEMANTICS=list|resident overrides the choice (a test runs the
 # list outcomes on ops, where they must be wrong).
 case ${STRESS_SEMANTICS:-$(op_semantics "$flavour")} in
@@ -109,6 +110,18 @@ if sc and "victim_alarm_s" in s:
     print("stress: fork retries %d; void runs %d; race-register %d of %d rounds,"
           " %d runs cut at %d s" % (s["fork_retries"], s["void_runs"], race["rounds"],
                                     race["rounds_drawn"], race["time_cut"], race["budget_s"]))
+if sc and "transient_faults" in s:
+    tf = s["transient_faults"]
+    # More rounds than drawn: a victim goes on until its sibling's first try.
+    print("stress: transient faults: %d rounds run, %d drawn, %d runs cut at %d s;"
+          " events %s" % (tf["rounds"], tf["rounds_drawn"], tf["time_cut"], tf["budget_s"],
+                          ", ".join("%s %d" % (n, v["events"]) for n, v in sorted(sc.items())
+                                    if n.startswith("fault-") and v["runs"]) or "none"))
+    # Runs whose event this kernel cannot cause: right outcomes that
+    # tested nothing, said here by name and reason.
+    for name, u in sorted(s["unsupported"].items()):
+        print("stress: unsupported here: %s (%d of %d runs): %s"
+              % (name, u["runs"], sc[name]["runs"], u["why"]))
 print("stress: kernel problems on the console: %d; guest status %d" % (problems, rc))
 EOF
 rc=0

@@ -17,12 +17,20 @@
  *        rseq_op_stress [-R] --list
  *
  * -R (--resident): a kernel that checks and copies a node at registration
- * and never reads it again (series v3, the ops flavour, and the
- * kernel-resident variant of v2). There, what a scenario writes to
+ * and never reads it again (series v4 and v3, the ops and ops-v3 flavours,
+ * and the kernel-resident variant of v2). There, what a scenario writes to
  * registered nodes is ignored: the victim must live, and the operations
  * must still apply as registered; only a destination page that goes away
- * or read-only still kills it. Two threads registering one node at once
- * may both link it.
+ * or read-only for good still kills it. Two threads registering one node
+ * at once may both link it.
+ *
+ * The fault-* scenarios keep the contract under either semantics: a
+ * sibling thread takes the destinations' pages away for a moment (fork,
+ * MADV_DONTNEED, MADV_PAGEOUT, soft-dirty clearing, a THP split and
+ * collapse), and the victim must live and find every operation applied
+ * (ops-v3 killed such victims). Where the kernel cannot cause the event
+ * (no swap, no soft-dirty tracking, no THP) a run is unsupported, with
+ * the reason, in the summary: see sc_fault().
  *
  * A reset the program means to succeed is of a whole uint64_t word, 8
  * bytes, but 4 on a 32-bit kernel, which refuses 8 (uname() tells; a
@@ -36,19 +44,29 @@
  *    "violations_injected":301,"segv_expected":301,"segv_seen":301,
  *    "wrong":2,"victim_alarm_s":60,"fork_retries":0,"void_runs":0,
  *    "race_register":{"budget_s":5,"rounds":9120,"rounds_drawn":9120,
- *    "time_cut":0},"scenarios":{"self-cycle":{"runs":20,"wrong":2,
- *    "max_s":1.5,"exposed":19,"wrong_how":{"exit 99":2}},...}}
+ *    "time_cut":0},"transient_faults":{"budget_s":5,"rounds":5210,
+ *    "rounds_drawn":5210,"time_cut":0},"unsupported":{"fault-pageout":
+ *    {"runs":9,"why":"no swap: MADV_PAGEOUT leaves anonymous pages in place"}},
+ *    "scenarios":{"self-cycle":{"runs":20,"wrong":2,"max_s":1.5,
+ *    "exposed":19,"events":0,"unsupported":0,"wrong_how":{"exit 99":2}},...}}
  * (wrong_how: the wrong outcomes by exit status or killing signal; the
  * victims' exit statuses say why: 98 a node not reset by the walk (the
  * victim's own or one of its threads'), 99
- * alive after breaking the contract, 90-96 a refused or wrong prctl.
+ * alive after breaking the contract, 90-96 a refused or wrong prctl, 87 a
+ * fault-* run whose sibling caused no event, 88 a victim never switched
+ * out.
  * max_s: the slowest victim, against victim_alarm_s. exposed: the runs
  * that checked a registered RESET operation other than the oldest, the
  * only ones a kernel that applies only the oldest operation, the negative
  * control, can fail. fork_retries: victims started again after fork()
  * failed; void_runs: victims that found one CPU and tested nothing;
  * race_register: rounds run of those drawn, and the runs that the time
- * budget stopped early.)
+ * budget stopped early; transient_faults: the same for the fault-*
+ * scenarios (a victim goes on past its drawn rounds until its sibling
+ * tried once, so rounds can exceed rounds_drawn); events: the events their siblings caused; unsupported: the
+ * runs of a scenario whose event this kernel cannot cause, by scenario
+ * with the first run's reason: such a run exits 0, a right outcome
+ * counted here rather than passed in silence.)
  * Exit status: 0 when every outcome was right; 1 otherwise; 4 (kselftest
  * SKIP) when the kernel has no RSEQ operations.
  *
@@ -57,6 +75,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
@@ -71,6 +90,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -111,9 +131,15 @@ struct report {
 	/* Checked a registered RESET node other than the oldest: see check_resets() */
 	volatile int exposed;
 	volatile int voided;	/* found nothing to test (one CPU) */
-	/* race-register: rounds run, rounds drawn, stopped by RACE_BUDGET_S */
+	/*
+	 * race-register, or with fault_run a transient-fault scenario:
+	 * rounds run, rounds drawn, stopped by RACE_BUDGET_S or FAULT_BUDGET_S
+	 */
 	volatile long rounds, rounds_drawn;
 	volatile int time_cut;
+	volatile int fault_run;
+	volatile long events;	/* transient faults: events the sibling caused */
+	char unsupported[96];	/* why this kernel cannot cause them: see sc_fault() */
 	char why[96];
 };
 
@@ -1149,6 +1175,402 @@ static void sc_concurrent_break(struct world *w)
 	}
 }
 
+static void *map(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		_exit(80);
+	}
+	return p;
+}
+
+/* ------------------------------------------------------------------ */
+/* Transient faults: the contract is kept, the victim must live.      */
+
+/*
+ * Ordinary kernel events take a valid destination's page away for a
+ * moment, or make it read-only: a fork() by another thread write-protects
+ * it for copy on write, MADV_DONTNEED and MADV_PAGEOUT unmap it, clearing
+ * the soft-dirty bits write-protects it, a THP split and collapse replace
+ * its page table. A store from user mode faults the page back in and
+ * carries on; so must the operations, however the event falls between the
+ * kernel's fault-in of a destination and its store (series v3 tried once
+ * more with page faults disabled, and killed the task on a second fault).
+ *
+ * The victim registers FAULT_WORDS RESET operations, one word on each of
+ * as many pages, and in each round arms every word, sometimes has a signal
+ * delivered and checks, then leaves the CPU until it was switched out and
+ * checks that every word was reset; a sibling thread causes the event in
+ * a loop meanwhile and counts it. The victim sleeps in every round, so the
+ * sibling always gets to run: a run in which it caused no event is wrong.
+ * A kernel that cannot cause the event at all makes the run unsupported,
+ * with the reason, in the summary: counted, never passed in silence.
+ */
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT	21
+#endif
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE	25
+#endif
+#define FAULT_WORDS	64
+/* Rounds or this much time, whichever ends first: see RACE_BUDGET_S */
+#define FAULT_BUDGET_S	(VICTIM_ALARM / 12)
+/* Both halves set: a 4-byte store where 8 were due leaves one set */
+#define FAULT_MARK	(MARK << 32 | MARK)
+/* The largest PMD (huge page) fault-thp-collapse maps and collapses */
+#define FAULT_PMD_MAX	(32UL << 20)
+
+enum fault_kind { BY_FORK, BY_DONTNEED, BY_PAGEOUT, BY_SOFT_DIRTY, BY_COLLAPSE };
+
+struct disturber {
+	enum fault_kind how;
+	char *region;		/* the words' pages */
+	size_t len;		/* of the region */
+	size_t stride;		/* pages from one word's page to the next */
+	uint64_t *word[FAULT_WORDS];	/* node i resets word[i] */
+	int fd;			/* BY_SOFT_DIRTY: /proc/self/clear_refs */
+	unsigned int seed;	/* the sibling's own: w->seed is the victim's */
+	volatile int stop;
+	volatile long events, tries;
+	volatile int err;	/* errno of the last try that failed */
+};
+
+/*
+ * The page of word @i, in units of the stride. Even words are on the
+ * first half of the pages, odd ones on the second: MADV_DONTNEED drops
+ * only the first half, as a word on a dropped page reads zero whether the
+ * kernel reset it or not. The second half's words still tell, and each of
+ * them comes right after a dropped one in the list (oldest first): a
+ * kernel that lost its place after a fault would miss it.
+ */
+static size_t fault_page(int i)
+{
+	return (i % 2) * (FAULT_WORDS / 2) + i / 2;
+}
+
+/* One event: 0, or the errno of a try that failed. */
+static int disturb_once(struct disturber *d)
+{
+	size_t hole;
+	pid_t pid;
+
+	switch (d->how) {
+	case BY_FORK:
+		pid = fork();
+		if (!pid)
+			_exit(0);
+		if (pid < 0)
+			return errno;
+		while (waitpid(pid, NULL, 0) < 0)
+			if (errno != EINTR)
+				return errno;
+		return 0;
+	case BY_DONTNEED:
+		return madvise(d->region, FAULT_WORDS / 2 * page, MADV_DONTNEED) ? errno : 0;
+	case BY_PAGEOUT:
+		return madvise(d->region, d->len, MADV_PAGEOUT) ? errno : 0;
+	case BY_SOFT_DIRTY:
+		/* The file offset does not matter: each write clears again. */
+		return write(d->fd, "4", 1) == 1 ? 0 : errno;
+	case BY_COLLAPSE:
+		/*
+		 * Drop a page no word is on, which splits a huge page into
+		 * PTEs, then collapse the region into a huge page again: both
+		 * take the words' mappings away for a moment.
+		 */
+		hole = fault_page(rand_r(&d->seed) % FAULT_WORDS) * d->stride +
+		       1 + rand_r(&d->seed) % (d->stride - 1);
+		if (madvise(d->region + hole * page, page, MADV_DONTNEED))
+			return errno;
+		return madvise(d->region, d->len, MADV_COLLAPSE) ? errno : 0;
+	}
+	return EINVAL;
+}
+
+static void *disturb(void *arg)
+{
+	struct disturber *d = arg;
+
+	while (!d->stop) {
+		int err = disturb_once(d);
+
+		d->tries++;
+		if (err)
+			d->err = err;
+		else
+			d->events++;
+		/* Others on this CPU first: the other victims have alarms too. */
+		sched_yield();
+	}
+	return NULL;
+}
+
+/* This thread's context switches so far, voluntary or not. */
+static long nr_switches(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru))
+		return -1;
+	return ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
+/*
+ * Leave the CPU until this thread was switched out: on its way back to
+ * user space the kernel applies its operations. A 1 ms sleep blocks, and
+ * so is a switch; the count makes sure (a sleep cut short by a signal
+ * need not have blocked).
+ */
+static void switch_out(struct world *w)
+{
+	long n = nr_switches();
+
+	w->rep->walks++;
+	for (int i = 0; i < 1000; i++) {
+		poll(NULL, 0, 1);
+		if (nr_switches() != n)
+			return;
+	}
+	wrong(w, 88, "not switched out in 1000 sleeps of 1 ms");
+}
+
+static void fault_arm(struct disturber *d)
+{
+	for (int i = 0; i < FAULT_WORDS; i++)
+		*(volatile uint64_t *)d->word[i] = FAULT_MARK;
+}
+
+/*
+ * Every word reset (its low-order half for a 4-byte reset, as in
+ * check_resets()). Each check covers nodes other than the oldest (node
+ * 0): the run is exposed to the control's planted bug.
+ */
+static void fault_check(struct world *w, struct disturber *d, const char *after)
+{
+	w->rep->exposed = 1;
+	for (int i = 0; i < FAULT_WORDS; i++) {
+		uint64_t v = *(volatile uint64_t *)d->word[i];
+
+		if (full_len() == 4 ? (uint32_t)v != 0 : v != 0)
+			wrong(w, 98, "word %d of %d not reset after a %s: %#llx",
+			      i, FAULT_WORDS, after, (unsigned long long)v);
+	}
+}
+
+/* Says why this kernel cannot cause the event: the run is unsupported. */
+static void unsupported(struct world *w, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(w->rep->unsupported, sizeof(w->rep->unsupported), fmt, ap);
+	va_end(ap);
+}
+
+/* The PMD size that THP maps, or 0 when the kernel does not say. */
+static size_t pmd_size(void)
+{
+	unsigned long sz = 0;
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r");
+
+	if (f) {
+		if (fscanf(f, "%lu", &sz) != 1)
+			sz = 0;
+		fclose(f);
+	}
+	return sz;
+}
+
+/*
+ * The region and its words: FAULT_WORDS pages, or for BY_COLLAPSE a
+ * PMD-aligned PMD-sized region (2 MiB with 4 KiB pages) with the words
+ * spread over it, so that pages without a word lie between them. Each
+ * word at an offset of its page drawn from the seed. False (and the run
+ * unsupported) where the THP region cannot be had.
+ */
+static bool fault_region(struct world *w, struct disturber *d)
+{
+	d->stride = 1;
+	d->len = FAULT_WORDS * page;
+	if (d->how == BY_COLLAPSE) {
+		size_t pmd = pmd_size();
+
+		/* No hpage_pmd_size: no THP, which the probe then tells. */
+		if (!pmd)
+			pmd = 2UL << 20;
+		if (pmd > FAULT_PMD_MAX || pmd / page < 2 * FAULT_WORDS) {
+			unsupported(w, "PMD size %zu KiB: more than %lu KiB, or under %d pages",
+				    pmd >> 10, FAULT_PMD_MAX >> 10, 2 * FAULT_WORDS);
+			return false;
+		}
+		d->len = pmd;
+		d->stride = pmd / page / FAULT_WORDS;
+		d->region = map(2 * pmd);
+		d->region = (char *)(((uintptr_t)d->region + pmd - 1) & ~(uintptr_t)(pmd - 1));
+		/* THP "madvise" mode: huge pages from the first fault on. */
+		madvise(d->region, d->len, MADV_HUGEPAGE);
+	} else {
+		d->region = map(d->len);
+	}
+	for (int i = 0; i < FAULT_WORDS; i++) {
+		char *pg = d->region + fault_page(i) * d->stride * page;
+
+		d->word[i] = (uint64_t *)pg + rnd(w, page / sizeof(uint64_t));
+		*d->word[i] = FAULT_MARK;	/* populated before the probes */
+	}
+	return true;
+}
+
+/*
+ * Whether this kernel can cause the event at all; if not, the run is
+ * unsupported. A fork or a MADV_DONTNEED always can. The others succeed
+ * where they do nothing: writing 4 to clear_refs without soft-dirty
+ * tracking (CONFIG_MEM_SOFT_DIRTY), MADV_PAGEOUT without swap (an
+ * anonymous page has nowhere to go). Soft-dirty tracking is seen at work
+ * in the pagemap: a page written after the clearing is soft-dirty (bit
+ * 55) only where it is tracked. EINVAL: no MADV_PAGEOUT (before 5.4), no
+ * MADV_COLLAPSE (before 6.1, or no CONFIG_TRANSPARENT_HUGEPAGE).
+ */
+static bool fault_supported(struct world *w, struct disturber *d)
+{
+	struct sysinfo si;
+	uint64_t pm;
+	int fd;
+
+	switch (d->how) {
+	case BY_FORK:
+	case BY_DONTNEED:
+		return true;
+	case BY_PAGEOUT:
+		if (!sysinfo(&si) && !si.totalswap) {
+			unsupported(w, "no swap: MADV_PAGEOUT leaves anonymous pages in place");
+			return false;
+		}
+		if (madvise(d->region, d->len, MADV_PAGEOUT) && errno == EINVAL) {
+			unsupported(w, "MADV_PAGEOUT: EINVAL (before Linux 5.4)");
+			return false;
+		}
+		return true;
+	case BY_SOFT_DIRTY:
+		d->fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+		if (d->fd < 0 || write(d->fd, "4", 1) != 1) {
+			unsupported(w, "writing 4 to /proc/self/clear_refs: %s", strerror(errno));
+			return false;
+		}
+		*d->word[0] = FAULT_MARK;
+		/*
+		 * The clearing cleared the bit: a write sets it again where
+		 * the kernel tracks it (a page never written, or a mapping
+		 * never cleared, may show it without tracking anything).
+		 */
+		*(volatile uint64_t *)d->word[0] = FAULT_MARK;
+		fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || pread(fd, &pm, sizeof(pm),
+				    (uintptr_t)d->word[0] / page * sizeof(pm)) != sizeof(pm)) {
+			unsupported(w, "reading /proc/self/pagemap: %s", strerror(errno));
+			return false;
+		}
+		close(fd);
+		if (!(pm >> 55 & 1)) {
+			unsupported(w, "no soft-dirty bit after a write: no CONFIG_MEM_SOFT_DIRTY");
+			return false;
+		}
+		return true;
+	case BY_COLLAPSE:
+		if (madvise(d->region, d->len, MADV_COLLAPSE) && errno == EINVAL) {
+			unsupported(w, "MADV_COLLAPSE: EINVAL (no CONFIG_TRANSPARENT_HUGEPAGE, THP off, or before 6.1)");
+			return false;
+		}
+		return true;
+	}
+	return false;
+}
+
+static void sc_fault(struct world *w, enum fault_kind how)
+{
+	struct disturber d = { .how = how, .fd = -1 };
+	int rounds = 50 + rnd(w, 150), r;
+	struct timespec t0;
+	pthread_t th;
+	bool cut = false;
+
+	keep(w);
+	w->rep->fault_run = 1;
+	/*
+	 * The budget counts from here: the first faults of a huge page may
+	 * compact memory, a probe's MADV_COLLAPSE drains every CPU's LRU
+	 * caches, which a loaded machine is slow to run.
+	 */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (!fault_region(w, &d) || !fault_supported(w, &d))
+		return;		/* exit 0, counted as unsupported by the reason */
+	for (int i = 0; i < FAULT_WORDS; i++) {
+		struct ob_rseq_op_reset *n = rnode(w, i);
+
+		/* Not in w->reg[]: check_resets() checks w->words, not these. */
+		memset(&w->nodes[i], 0, sizeof(w->nodes[i]));
+		n->len = full_len();
+		n->dst = low_half(d.word[i], n->len);
+		if (op(w, OB_PR_RSEQ_OP_REGISTER, n, 0, 0))
+			wrong(w, 90, "valid RESET node %d of %d refused", i, FAULT_WORDS);
+	}
+	d.seed = rand_r(&w->seed);
+	if (pthread_create(&th, NULL, disturb, &d))
+		wrong(w, 80, "pthread_create: the disturbing thread");
+	/* The drawn rounds, and on until the sibling tried once, in the budget */
+	for (r = 0; r < rounds || !d.tries; r++) {
+		if (since(&t0) >= FAULT_BUDGET_S) {
+			cut = true;
+			break;
+		}
+		fault_arm(&d);
+		if (rnd(w, 2)) {
+			walk(w);	/* the delivery of a signal applies them too */
+			fault_check(w, &d, "signal");
+			fault_arm(&d);
+		}
+		switch_out(w);
+		fault_check(w, &d, "switch");
+	}
+	d.stop = 1;
+	pthread_join(th, NULL);
+	w->rep->rounds = r;
+	w->rep->rounds_drawn = rounds;
+	w->rep->time_cut = cut && r < rounds;
+	w->rep->events = d.events;
+	if (!d.events)
+		wrong(w, 87, "no event in %ld tries and %d rounds%s%s", d.tries, r,
+		      d.err ? ": " : "", d.err ? strerror(d.err) : "");
+}
+
+static void sc_fault_fork(struct world *w)
+{
+	sc_fault(w, BY_FORK);
+}
+
+static void sc_fault_dontneed(struct world *w)
+{
+	sc_fault(w, BY_DONTNEED);
+}
+
+static void sc_fault_pageout(struct world *w)
+{
+	sc_fault(w, BY_PAGEOUT);
+}
+
+static void sc_fault_soft_dirty(struct world *w)
+{
+	sc_fault(w, BY_SOFT_DIRTY);
+}
+
+static void sc_fault_thp_collapse(struct world *w)
+{
+	sc_fault(w, BY_COLLAPSE);
+}
+
 /* @resident: the outcome with -R, where writes to registered nodes are ignored */
 struct scenario {
 	const char *name;
@@ -1177,6 +1599,11 @@ static const struct scenario scenarios[] = {
 	{ "dst-page", SEGV, sc_dst_page, SEGV },
 	{ "node-unmapped", SEGV, sc_node_unmapped, LIVE },
 	{ "concurrent-break", SEGV, sc_concurrent_break, LIVE },
+	{ "fault-fork", LIVE, sc_fault_fork, LIVE },
+	{ "fault-dontneed", LIVE, sc_fault_dontneed, LIVE },
+	{ "fault-pageout", LIVE, sc_fault_pageout, LIVE },
+	{ "fault-soft-dirty", LIVE, sc_fault_soft_dirty, LIVE },
+	{ "fault-thp-collapse", LIVE, sc_fault_thp_collapse, LIVE },
 };
 
 #define NR_SCENARIOS	(int)(sizeof(scenarios) / sizeof(scenarios[0]))
@@ -1184,18 +1611,6 @@ static const struct scenario scenarios[] = {
 static enum expect expect_of(const struct scenario *sc)
 {
 	return resident ? sc->resident : sc->expect;
-}
-
-static void *map(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED) {
-		perror("mmap");
-		_exit(80);
-	}
-	return p;
 }
 
 static void __attribute__((noreturn)) victim(const struct scenario *sc,
@@ -1222,6 +1637,8 @@ static void __attribute__((noreturn)) victim(const struct scenario *sc,
 
 struct tally {
 	long runs, wrong, exposed;
+	long events, unsupported;	/* transient faults: see sc_fault() */
+	char unsupported_why[96];	/* the first run's reason */
 	double max_s;		/* the slowest victim, against VICTIM_ALARM */
 	/* The wrong outcomes: by exit status, and by signal (+256). */
 	long how[256 + 128];
@@ -1234,6 +1651,21 @@ static void how_name(char *buf, size_t len, int i)
 		snprintf(buf, len, "exit %d", i);
 	else
 		snprintf(buf, len, "signal %d", i - 256);
+}
+
+/* @s as a JSON string: the reasons quote strerror(), whose words are not ours. */
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
 }
 
 /*
@@ -1270,6 +1702,7 @@ int main(int argc, char **argv)
 	long secs = 60, victims = 0, prctls = 0, walks = 0, violations = 0;
 	long segv_expected = 0, segv_seen = 0, wrongs = 0;
 	long fork_retries = 0, voids = 0, race_rounds = 0, race_drawn = 0, race_cut = 0;
+	long fault_rounds = 0, fault_drawn = 0, fault_cut = 0;
 	int par = 2, c, verbose_shown = 0;
 	unsigned int seed = time(NULL), seed0, vstream;
 	struct tally tally[NR_SCENARIOS] = { 0 };
@@ -1402,9 +1835,24 @@ int main(int argc, char **argv)
 			prctls += r->prctl_calls;
 			walks += r->walks;
 			voids += r->voided;
-			race_rounds += r->rounds;
-			race_drawn += r->rounds_drawn;
-			race_cut += r->time_cut;
+			if (r->fault_run) {
+				fault_rounds += r->rounds;
+				fault_drawn += r->rounds_drawn;
+				fault_cut += r->time_cut;
+			} else {
+				race_rounds += r->rounds;
+				race_drawn += r->rounds_drawn;
+				race_cut += r->time_cut;
+			}
+			tally[slot[s].sc].events += r->events;
+			if (r->unsupported[0] && !tally[slot[s].sc].unsupported++) {
+				/* Said once: an unsupported run ends at once, and often */
+				memcpy(tally[slot[s].sc].unsupported_why, r->unsupported,
+				       sizeof(r->unsupported));
+				tally[slot[s].sc].unsupported_why[sizeof(r->unsupported) - 1] = 0;
+				fprintf(stderr, "rseq_op_stress: %s unsupported here: %s\n",
+					sc->name, tally[slot[s].sc].unsupported_why);
+			}
 			if (expect_of(sc) == SEGV) {
 				segv_expected++;
 				violations++;
@@ -1437,17 +1885,28 @@ int main(int argc, char **argv)
 	       "\"segv_expected\":%ld,\"segv_seen\":%ld,\"wrong\":%ld,"
 	       "\"victim_alarm_s\":%d,\"fork_retries\":%ld,\"void_runs\":%ld,"
 	       "\"race_register\":{\"budget_s\":%d,\"rounds\":%ld,\"rounds_drawn\":%ld,"
-	       "\"time_cut\":%ld},\"scenarios\":{",
+	       "\"time_cut\":%ld},\"transient_faults\":{\"budget_s\":%d,\"rounds\":%ld,"
+	       "\"rounds_drawn\":%ld,\"time_cut\":%ld},\"unsupported\":{",
 	       resident ? "resident" : "list", (long)(now.tv_sec - t0.tv_sec), seed0, victims, prctls, walks,
 	       violations, segv_expected, segv_seen, wrongs, VICTIM_ALARM, fork_retries, voids,
-	       RACE_BUDGET_S, race_rounds, race_drawn, race_cut);
+	       RACE_BUDGET_S, race_rounds, race_drawn, race_cut,
+	       FAULT_BUDGET_S, fault_rounds, fault_drawn, fault_cut);
+	for (int i = 0, n = 0; i < NR_SCENARIOS; i++) {
+		if (!tally[i].unsupported)
+			continue;
+		printf("%s\"%s\":{\"runs\":%ld,\"why\":", n++ ? "," : "", scenarios[i].name,
+		       tally[i].unsupported);
+		json_str(tally[i].unsupported_why);
+		printf("}");
+	}
+	printf("},\"scenarios\":{");
 	for (int i = 0; i < NR_SCENARIOS; i++) {
 		bool first = true;
 
 		printf("%s\"%s\":{\"runs\":%ld,\"wrong\":%ld,\"max_s\":%.1f,\"exposed\":%ld,"
-		       "\"wrong_how\":{",
+		       "\"events\":%ld,\"unsupported\":%ld,\"wrong_how\":{",
 		       i ? "," : "", scenarios[i].name, tally[i].runs, tally[i].wrong,
-		       tally[i].max_s, tally[i].exposed);
+		       tally[i].max_s, tally[i].exposed, tally[i].events, tally[i].unsupported);
 		for (int k = 0; k < 256 + 128; k++) {
 			char name[16];
 
