@@ -215,7 +215,7 @@ def test_make_cover_letter_reads_the_manifest(rig, letter):
     the series' shortlog is git format-patch's on the fake source."""
     assert letter.startswith("From ")
     assert "From: " + AUTHOR in letter
-    assert re.search(r"^Subject: \[PATCH RFC v3 0/2\] rseq: RSEQ operations",
+    assert re.search(r"^Subject: \[PATCH RFC v4 0/2\] rseq: RSEQ operations",
                      letter, re.M)
     assert "rseq: Add an operation" in letter
     assert "Documentation: rseq: Document it" in letter

@@ -28,7 +28,7 @@ set -euo pipefail
 run=${1:?usage: cover-letter.sh RESULTS_DIR [SERIES_DIR]}
 series=$(realpath "${2:-$TOPDIR/kernel-patch/series}")
 text=${COVER_TEXT:-$TOPDIR/kernel-patch/cover-letter.txt}
-prefix=${SUBJECT_PREFIX:-PATCH RFC v3}
+prefix=${SUBJECT_PREFIX:-PATCH RFC v4}
 [ -d "$run" ] || die "no results directory '$run': name a run of make bench, RESULTS=results/<run>"
 [ -f "$text" ] || die "missing $text"
 [ -d "$series" ] || die "'$series' is not a directory of patches: the cover letter is written into it"
