@@ -176,8 +176,8 @@ $(error differential: AGAINST=ops compares ops with itself; name another flavour
 endif
 $(call check_kernels,ops $(AGAINST))
 endif
-ifneq ($(call goals,stress test-resident),)
-$(call check,$(check_env) FLAVOUR=$(call sq,$(FLAVOUR)) SCENARIO=$(call sq,$(SCENARIO)) \
+ifneq ($(call goals,stress test-resident soak),)
+$(call check,$(check_env) FLAVOUR=$(call sq,$(FLAVOUR)) SCENARIO=$(call sq,$(or $(SCENARIO),$(if $(call goals,soak),$(SOAK_SCENARIOS)))) \
 	STRESS_SEMANTICS=$(call sq,$(STRESS_SEMANTICS)) STRESS_KCONFIG=$(call sq,$(STRESS_KCONFIG)) \
 	correctness/stress.sh --check $(call sq,$(DURATION)))
 endif
@@ -212,7 +212,7 @@ endif
 	check-series plan-check bench bench-kernels bench-walker report flamegraph trace \
 	test-resident plugin-header host-check kit deb latency merge \
 	check-arches arch-run compat-run bpf-facts bpf-smoke \
-	trace-validate trace-overhead stress clean-cache cover-perf cover-letter
+	trace-validate trace-overhead stress soak clean-cache cover-perf cover-letter
 
 help:
 	@echo 'rseq-opbench targets:'
@@ -291,6 +291,10 @@ help:
 	@echo '                 gates of switch, syscall and signal with --via bpf'
 	@echo '  stress         adversarial use of RSEQ operations on FLAVOUR (default ops),'
 	@echo '                 STRESS_KCONFIG kernel, DURATION seconds'
+	@echo '  soak           correct programs under transient faults: the stress'"'"'s fault-*'
+	@echo '                 scenarios only (a sibling'"'"'s fork, MADV_DONTNEED, MADV_PAGEOUT,'
+	@echo '                 soft-dirty clearing, THP collapse) on FLAVOUR (default ops),'
+	@echo '                 STRESS_KCONFIG kernel, DURATION seconds: every victim lives'
 	@echo '  selftests      every rseq selftest on ops in the guest (long: run_param_test)'
 	@echo '  selftests-op   rseq_op_test ROUNDS times in a row on FLAVOUR (default ops)'
 	@echo '  test-resident  the kernel-resident variant: rseq_op_test ROUNDS times, then'
@@ -351,7 +355,8 @@ help:
 	@echo '  SCRIPT=$(SCRIPT)  bpftrace script of trace and trace-overhead'
 	@echo '  FREQ SECONDS_TRACED  perf'"'"'s sampling rate and window (flamegraph)'
 	@echo '  STRESS_KCONFIG=$(STRESS_KCONFIG) DURATION=$(DURATION) PARALLEL SEED SCENARIO  make stress'
-	@echo '        (SCENARIO: only that one, as rseq_op_stress --list names it)'
+	@echo '        (SCENARIO: only that one, or several separated by commas, as'
+	@echo '        rseq_op_stress --list names them); make soak takes the same'
 	@echo '  ROUNDS=$(ROUNDS)  make selftests-op;  RUNS=$(RUNS)  make boot-time'
 	@echo '  GUEST_ARCH=$(GUEST_ARCH) ARCH_ROUNDS=$(ARCH_ROUNDS) ARCH_STRESS=$(ARCH_STRESS)'
 	@echo '        make arch-run;  COMPAT_ROUNDS=$(COMPAT_ROUNDS)  make compat-run'
@@ -449,6 +454,13 @@ test-rig-soak: deps test-kernels image plugin-header
 stress: source image
 	$(Q)KCONFIG=$(STRESS_KCONFIG) kernel-patch/scripts/kernels.sh $(or $(FLAVOUR),ops)
 	$(Q)FLAVOUR=$(or $(FLAVOUR),ops) STRESS_KCONFIG=$(STRESS_KCONFIG) correctness/stress.sh $(DURATION)
+
+# The transient faults a correct program must survive (issue 43's soak).
+SOAK_SCENARIOS = fault-fork,fault-dontneed,fault-pageout,fault-soft-dirty,fault-thp-collapse
+soak: source image
+	$(Q)KCONFIG=$(STRESS_KCONFIG) kernel-patch/scripts/kernels.sh $(or $(FLAVOUR),ops)
+	$(Q)FLAVOUR=$(or $(FLAVOUR),ops) STRESS_KCONFIG=$(STRESS_KCONFIG) \
+		SCENARIO=$(or $(SCENARIO),$(SOAK_SCENARIOS)) correctness/stress.sh $(DURATION)
 
 selftests: source image
 	$(Q)kernel-patch/scripts/kernels.sh ops

@@ -5,8 +5,9 @@
 # Usage: correctness/stress.sh [--check] [DURATION_SECONDS]  (make stress DURATION=...)
 # Env:   STRESS_KCONFIG (kernel configuration, default debug: KASAN, lockdep,
 #        lockup detectors), FLAVOUR (default ops), PARALLEL (victims at a
-#        time, default 4), SEED, SCENARIO (only that scenario; default
-#        all, drawn at random), RESULTS_ROOT (default results/). ops (v4),
+#        time, default 4), SEED, SCENARIO (only that scenario, or those of
+#        a comma-separated list; default all, drawn at random; make soak:
+#        the fault-* ones), RESULTS_ROOT (default results/). ops (v4),
 #        ops-v3, control and resident run the scenarios with the outcomes
 #        of a kernel that reads nodes once (-R), v2 and rfc with those of
 #        a walk of the list (scripts/common.sh op_semantics);
@@ -51,7 +52,8 @@ list) semantics= ;;
 *) die "STRESS_SEMANTICS='$STRESS_SEMANTICS': want list or resident" ;;
 esac
 if [ -n "${SCENARIO:-}" ]; then
-	[[ "$SCENARIO" =~ ^[a-z-]+$ ]] || die "SCENARIO='$SCENARIO' is not a scenario name (correctness/stress/rseq_op_stress.c --list)"
+	[[ "$SCENARIO" =~ ^[a-z-]+(,[a-z-]+)*$ ]] ||
+		die "SCENARIO='$SCENARIO' is not a scenario name or a comma-separated list of them (correctness/stress/rseq_op_stress.c --list)"
 fi
 # The flavour and the kernel configuration, as the kernel build checks
 # them (an unknown STRESS_KCONFIG or a flavour without a series).

@@ -1669,24 +1669,25 @@ static void json_str(const char *s)
 }
 
 /*
- * The next victim's scenario: the scenarios in rounds, each round a
- * permutation drawn from the seed, so that every scenario runs once
- * before any runs twice (a draw per victim left some out of short runs).
+ * The next victim's scenario among the @n of @set (indices into
+ * scenarios[]): in rounds, each round a permutation drawn from the seed,
+ * so that every scenario runs once before any runs twice (a draw per
+ * victim left some out of short runs).
  */
-static int next_scenario(unsigned int *seed)
+static int next_scenario(unsigned int *seed, const int *set, int n)
 {
 	static int order[NR_SCENARIOS], left;
 
 	if (!left) {
-		for (int i = 0; i < NR_SCENARIOS; i++)
-			order[i] = i;
-		for (int i = NR_SCENARIOS - 1; i > 0; i--) {
+		for (int i = 0; i < n; i++)
+			order[i] = set[i];
+		for (int i = n - 1; i > 0; i--) {
 			int j = rand_r(seed) % (i + 1), t = order[i];
 
 			order[i] = order[j];
 			order[j] = t;
 		}
-		left = NR_SCENARIOS;
+		left = n;
 	}
 	return order[--left];
 }
@@ -1709,7 +1710,8 @@ int main(int argc, char **argv)
 	struct report *reps;
 	struct { pid_t pid; int sc; struct timespec t; } slot[16] = { 0 };
 	struct { bool drawn; int sc; unsigned int seed; } next = { 0 };
-	int only = -1;
+	int set[NR_SCENARIOS], nset = 0, k;
+	char *name;
 	struct timespec t0, now;
 
 	/* -R changes what --list prints: read it first. */
@@ -1720,13 +1722,29 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'R': break;
 		case 'S':
-			for (only = NR_SCENARIOS - 1; only >= 0; only--)
-				if (!strcmp(scenarios[only].name, optarg))
-					break;
-			if (only < 0) {
-				fprintf(stderr, "rseq_op_stress: no scenario '%s'; --list names them\n",
-					optarg);
+			/*
+			 * One scenario, or several separated by commas; on a
+			 * copy, as the re-exec below passes argv on.
+			 */
+			name = strdup(optarg);
+			if (!name) {
+				perror("rseq_op_stress: strdup");
 				return 2;
+			}
+			for (name = strtok(name, ","); name; name = strtok(NULL, ",")) {
+				for (k = NR_SCENARIOS - 1; k >= 0; k--)
+					if (!strcmp(scenarios[k].name, name))
+						break;
+				if (k < 0) {
+					fprintf(stderr, "rseq_op_stress: no scenario '%s'; --list names them\n",
+						name);
+					return 2;
+				}
+				for (int i = 0; i < nset; i++)
+					if (set[i] == k)
+						k = -1;
+				if (k >= 0)
+					set[nset++] = k;
 			}
 			break;
 		case 'd': secs = atol(optarg); break;
@@ -1743,10 +1761,13 @@ int main(int argc, char **argv)
 		case 'X':
 			return exec_check();
 		default:
-			fprintf(stderr, "usage: rseq_op_stress [-d SECONDS] [-j 1..16] [-s SEED] [-S SCENARIO] [-R] [-v] | [-R] --list\n");
+			fprintf(stderr, "usage: rseq_op_stress [-d SECONDS] [-j 1..16] [-s SEED] [-S SCENARIO[,SCENARIO...]] [-R] [-v] | [-R] --list\n");
 			return 2;
 		}
 	}
+	if (!nset)
+		for (nset = 0; nset < NR_SCENARIOS; nset++)
+			set[nset] = nset;
 	if (par < 1 || par > 16 || secs < 1) {
 		fprintf(stderr, "rseq_op_stress: -j takes 1..16, -d a positive number of seconds\n");
 		return 2;
@@ -1788,7 +1809,7 @@ int main(int argc, char **argv)
 				continue;
 			/* Drawn only for a victim about to start */
 			if (!next.drawn) {
-				next.sc = only >= 0 ? only : next_scenario(&seed);
+				next.sc = next_scenario(&seed, set, nset);
 				next.seed = rand_r(&vstream);
 				next.drawn = true;
 			}
