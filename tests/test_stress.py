@@ -261,7 +261,6 @@ def assert_alarm_margin(s):
     assert not slow, "victims past a quarter of the %d s alarm: %s" % (alarm, slow)
 
 
-@pytest.mark.rig
 def scenario_names():
     """The scenarios of rseq_op_stress.c's table, in its order."""
     with open(STRESS) as f:
@@ -278,6 +277,7 @@ def scenario_names():
 # selftest's transient cases (rseq_op_test) stand for them in make test.
 # The control's run below keeps them: there every exposed run is wrong by
 # construction.
+@pytest.mark.rig
 def test_short_stress_on_debug_kernel(tmp_path):
     names = [n for n in scenario_names() if n not in FAULT_SCENARIOS]
     assert len(names) >= 19 and "self-cycle" in names, names
