@@ -236,3 +236,16 @@ def test_make_test_prints_the_summary(tmp_path):
     text = out.read_text()
     assert "selftest skip (load): 1\n  a: detail" in text
     assert "pytest skip: test_x.py::test_b: Skipped: nothing here" in text
+
+
+def test_unexplained_observations_reach_the_summary():
+    """rseq_op_test's UNEXPLAINED lines are no verdict, but each is an
+    event of the run's summary, with the configuration's skips judged as
+    before."""
+    del rigreport.EVENTS[:]
+    text = ONE_ROUND + ("# # rseq_op_test.c:2480:valid_destination_survives_"
+                        "racing_write_protect:UNEXPLAINED: 1 words on dropped "
+                        "pages still set after a switch\n")
+    assert rigreport.check_selftest_skips(text, "default", "here") == []
+    assert ("unexplained", "here",
+            "1 words on dropped pages still set after a switch") in rigreport.EVENTS
