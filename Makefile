@@ -40,7 +40,7 @@ OPS        ?= 2048
 VS         ?= baseline 0
 # arch-run: the guest architecture (ppc32: powerpc book3s/32 with KUAP;
 # arm64); arch-run and compat-run boot the flavours of FLAVOURS when it is
-# given, and else ops. FLAVOURS="v2 ops" shows v2's failures beside v3:
+# given, and else ops. FLAVOURS="v2 ops" shows v2's failures beside v4:
 # then the target fails, as v2 does there.
 GUEST_ARCH ?= ppc32
 OFFX86_FLAVOURS = $(if $(filter command line,$(origin FLAVOURS)),$(FLAVOURS),ops)
@@ -57,7 +57,7 @@ V          ?= 0
 # the operations in the kernel) the flavour "resident", and the pristine
 # tree with a hook for BPF programs where the series applies operations
 # (kernel-patch/bpf/) the flavour "bpf". ops is the series in
-# kernel-patch/series/, v3.
+# kernel-patch/series/, v4; ops-v3 is series v3 as posted (kernel-patch/v3/).
 SERIES_rfc := $(abspath $(RFC_SERIES))
 SERIES_v2 := $(abspath $(V2_SERIES))
 SERIES_ops_v3 := $(abspath $(V3_SERIES))
@@ -237,7 +237,7 @@ help:
 	@echo '  host-check     what of this machine'"'"'s state moves time (governor, turbo,'
 	@echo '                 SMT, isolated CPUs, THP, PMU, ...) and what to change'
 	@echo '  bench-walker   make bench PLAN=walker: the designs side by side (ops: series'
-	@echo '                 v3, which the others are compared with; v2; the RFC as'
+	@echo '                 v4, which the others are compared with; v2; the RFC as'
 	@echo '                 posted), and their registration cost'
 	@echo '  bench-kernels  the kernels of PLAN (or FLAVOURS), as make bench builds them'
 	@echo '  plan-check     refuse an unknown PLAN before anything is built'
@@ -270,12 +270,12 @@ help:
 	@echo '  vm-check       boot each flavour in FLAVOURS and print uname -r'
 	@echo '  boot-time      boot FLAVOUR (default ops) RUNS times; median boot time'
 	@echo '  check-series   checkpatch --strict and a warning-free build of each patch'
-	@echo '                 of kernel-patch/series, v3 (SERIES=kernel-patch/v2: series v2)'
-	@echo '  check-arches   the series (RFC, v2, v3) built for arm64, riscv64, powerpc'
+	@echo '                 of kernel-patch/series, v4 (SERIES=kernel-patch/v2: series v2)'
+	@echo '  check-arches   the series (RFC, v2, v4) built for arm64, riscv64, powerpc'
 	@echo '                 book3s/32 with KUAP, ppc64le, s390x, i386, loongarch64 and'
 	@echo '                 x86_64 (and there W=1, sparse from sid, clang, allnoconfig,'
 	@echo '                 randconfig),'
-	@echo '                 each prefix of v3, RSEQ=y and =n; a table (long: about 1 h'
+	@echo '                 each prefix of v4, RSEQ=y and =n; a table (long: about 1 h'
 	@echo '                 cold, minutes on a rerun; PREFIXES=tip|last|all, CELLS=...)'
 	@echo '  arch-run       boot FLAVOURS (default: ops; "v2 ops" for v2'"'"'s failures'
 	@echo '                 beside it) on GUEST_ARCH (ppc32, the default, or arm64)'
@@ -325,8 +325,9 @@ help:
 	@echo '        LABEL names the run directory'
 	@echo '  FLAVOURS="$(FLAVOURS)"  flavours to build or boot (make bench: the plan'"'"'s):'
 	@echo '        baseline, ops (our series v4, kernel-patch/series), control (ops'
-	@echo '        plus a planted bug), v2 (V2_SERIES: our series v2), ops-v3 (V3_SERIES:'
-	@echo '        series v3 as posted, whose fault rule killed valid destinations), rfc (RFC_SERIES),'
+	@echo '        plus a planted bug), v2 (V2_SERIES: our series v2), ops-v3'
+	@echo '        (V3_SERIES: series v3 as posted, whose fault rule killed valid'
+	@echo '        destinations), rfc (RFC_SERIES),'
 	@echo '        resident (RESIDENT_SERIES: the kernel-resident variant of v2),'
 	@echo '        bpf (BPF_SERIES: a hook for BPF programs where the series applies'
 	@echo '        operations; microbench/bpf/ loads the program),'
