@@ -11,7 +11,9 @@
 #        ops-v3, control and resident run the scenarios with the outcomes
 #        of a kernel that reads nodes once (-R), v2 and rfc with those of
 #        a walk of the list (scripts/common.sh op_semantics);
-#        STRESS_SEMANTICS=list|resident chooses for any flavour
+#        STRESS_SEMANTICS=list|resident chooses for any flavour;
+#        STRESS_APPEND: more kernel parameters for the guest (for example
+#        transparent_hugepage=never), recorded in the run's commands
 #
 # Boots FLAVOUR of STRESS_KCONFIG and runs correctness/stress/rseq_op_stress
 # for DURATION seconds (default 600). Passes only if every victim process
@@ -51,6 +53,8 @@ resident) semantics=-R ;;
 list) semantics= ;;
 *) die "STRESS_SEMANTICS='$STRESS_SEMANTICS': want list or resident" ;;
 esac
+[[ "${STRESS_APPEND:-}" =~ ^[A-Za-z0-9_.,=:\ -]*$ ]] ||
+	die "STRESS_APPEND='$STRESS_APPEND' is not a list of kernel parameters (letters, digits, _ . , = : -, spaces)"
 if [ -n "${SCENARIO:-}" ]; then
 	[[ "$SCENARIO" =~ ^[a-z-]+(,[a-z-]+)*$ ]] ||
 		die "SCENARIO='$SCENARIO' is not a scenario name or a comma-separated list of them (correctness/stress/rseq_op_stress.c --list)"
@@ -81,8 +85,8 @@ st=0
 # no5lvl), long before any process runs. Such a report taints the kernel
 # and turns lockdep off for the whole run.
 "$TOPDIR/vm-images/guest-run" --flavour "$flavour" --out "$out" --accel "$(accel_for check)" \
-	--timeout $((secs + 600)) --append no5lvl -- ./guest-stress.sh > "$out/guest-stdout.txt" || st=$?
-echo "# STRESS_KCONFIG=$KCONFIG FLAVOUR=$flavour PARALLEL=$par SEED=${SEED:-} SCENARIO=${SCENARIO:-} semantics=${semantics:-list}" >> "$out/commands.txt"
+	--timeout $((secs + 600)) --append "no5lvl${STRESS_APPEND:+ $STRESS_APPEND}" -- ./guest-stress.sh > "$out/guest-stdout.txt" || st=$?
+echo "# STRESS_KCONFIG=$KCONFIG FLAVOUR=$flavour PARALLEL=$par SEED=${SEED:-} SCENARIO=${SCENARIO:-} STRESS_APPEND=${STRESS_APPEND:-} semantics=${semantics:-list}" >> "$out/commands.txt"
 grep '^{' "$out/guest-stdout.txt" | tail -1 > "$out/summary.json" || true
 [ -f "$out/kernel-problems.txt" ] || die "no kernel-problems.txt from guest-run (status $st); see the messages above"
 problems=$(wc -l < "$out/kernel-problems.txt")

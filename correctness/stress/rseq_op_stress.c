@@ -140,7 +140,7 @@ struct report {
 	volatile int fault_run;
 	volatile long events;	/* transient faults: events the sibling caused */
 	char unsupported[96];	/* why this kernel cannot cause them: see sc_fault() */
-	char why[96];
+	char why[320];
 };
 
 struct node {
@@ -1232,6 +1232,9 @@ struct disturber {
 	size_t stride;		/* pages from one word's page to the next */
 	uint64_t *word[FAULT_WORDS];	/* node i resets word[i] */
 	int fd;			/* BY_SOFT_DIRTY: /proc/self/clear_refs */
+	int pmfd;		/* /proc/self/pagemap, for fault_wrong() */
+	uint64_t pm_arm[FAULT_WORDS];	/* after the last arming, by fault_page() */
+	long arm_switches;	/* switches during the last arming */
 	unsigned int seed;	/* the sibling's own: w->seed is the victim's */
 	volatile int stop;
 	volatile long events, tries;
@@ -1337,10 +1340,31 @@ static void switch_out(struct world *w)
 	wrong(w, 88, "not switched out in 1000 sleeps of 1 ms");
 }
 
+/* The pagemap entry of @addr's page: bit 63 present, 0-54 its frame. */
+static uint64_t pagemap_of(struct disturber *d, const void *addr)
+{
+	uint64_t pm = 0;
+
+	if (d->pmfd < 0 ||
+	    pread(d->pmfd, &pm, sizeof(pm), (uintptr_t)addr / page * sizeof(pm)) != sizeof(pm))
+		pm = 0;
+	return pm;
+}
+
 static void fault_arm(struct disturber *d)
 {
+	long sw = nr_switches();
+
 	for (int i = 0; i < FAULT_WORDS; i++)
 		*(volatile uint64_t *)d->word[i] = FAULT_MARK;
+	d->arm_switches = nr_switches() - sw;
+	/* Pages in a row: one read (the page of word i is fault_page(i)) */
+	if (d->stride == 1 && d->pmfd >= 0 &&
+	    pread(d->pmfd, d->pm_arm, sizeof(d->pm_arm),
+		  (uintptr_t)d->region / page * sizeof(uint64_t)) == sizeof(d->pm_arm))
+		return;
+	for (int i = 0; i < FAULT_WORDS; i++)
+		d->pm_arm[fault_page(i)] = pagemap_of(d, d->word[i]);
 }
 
 /*
@@ -1348,16 +1372,54 @@ static void fault_arm(struct disturber *d)
  * check_resets()). Each check covers nodes other than the oldest (node
  * 0): the run is exposed to the control's planted bug.
  */
+static bool fault_word_set(struct disturber *d, int i)
+{
+	uint64_t v = *(volatile uint64_t *)d->word[i];
+
+	return full_len() == 4 ? (uint32_t)v != 0 : v != 0;
+}
+
+/*
+ * A word was found set: say what tells the cases apart before giving up.
+ * Which words were set (even ones are on the pages MADV_DONTNEED drops),
+ * the first one's page as the pagemap shows it, and whether a second
+ * switch resets it: if it does, the first exit did not store to that word
+ * at all; if it does not, the kernel's stores do not reach the page the
+ * task reads.
+ */
+static void fault_wrong(struct world *w, struct disturber *d, const char *after, int first)
+{
+	uint64_t v = *(volatile uint64_t *)d->word[first], pm, again;
+	uint64_t set = 0;
+	int nset = 0, even = 0;
+	long sw;
+
+	for (int i = 0; i < FAULT_WORDS; i++) {
+		if (fault_word_set(d, i)) {
+			set |= 1ULL << i;
+			nset++;
+			even += !(i % 2);
+		}
+	}
+	pm = pagemap_of(d, d->word[first]);
+	sw = nr_switches();
+	for (int i = 0; i < 1000 && nr_switches() == sw; i++)
+		poll(NULL, 0, 1);
+	again = *(volatile uint64_t *)d->word[first];
+	wrong(w, 98, "word %d of %d not reset after a %s: %#llx; %d set (%d even, mask %#llx); "
+	      "its page after arming %#llx (%ld switches in it), now %#llx; "
+	      "after %ld more switches %#llx",
+	      first, FAULT_WORDS, after, (unsigned long long)v, nset, even,
+	      (unsigned long long)set, (unsigned long long)d->pm_arm[fault_page(first)], d->arm_switches,
+	      (unsigned long long)pm, nr_switches() - sw, (unsigned long long)again);
+}
+
 static void fault_check(struct world *w, struct disturber *d, const char *after)
 {
 	w->rep->exposed = 1;
-	for (int i = 0; i < FAULT_WORDS; i++) {
-		uint64_t v = *(volatile uint64_t *)d->word[i];
-
-		if (full_len() == 4 ? (uint32_t)v != 0 : v != 0)
-			wrong(w, 98, "word %d of %d not reset after a %s: %#llx",
-			      i, FAULT_WORDS, after, (unsigned long long)v);
-	}
+	for (int i = 0; i < FAULT_WORDS; i++)
+		if (fault_word_set(d, i))
+			fault_wrong(w, d, after, i);
 }
 
 /* Says why this kernel cannot cause the event: the run is unsupported. */
@@ -1491,7 +1553,8 @@ static bool fault_supported(struct world *w, struct disturber *d)
 
 static void sc_fault(struct world *w, enum fault_kind how)
 {
-	struct disturber d = { .how = how, .fd = -1 };
+	struct disturber d = { .how = how, .fd = -1,
+			       .pmfd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC) };
 	int rounds = 50 + rnd(w, 150), r;
 	struct timespec t0;
 	pthread_t th;
