@@ -140,7 +140,7 @@ struct report {
 	volatile int fault_run;
 	volatile long events;	/* transient faults: events the sibling caused */
 	char unsupported[96];	/* why this kernel cannot cause them: see sc_fault() */
-	char why[320];
+	char why[400];
 };
 
 struct node {
@@ -1235,6 +1235,7 @@ struct disturber {
 	int pmfd;		/* /proc/self/pagemap, for fault_wrong() */
 	uint64_t pm_arm[FAULT_WORDS];	/* after the last arming, by fault_page() */
 	long arm_switches;	/* switches during the last arming */
+	long vm0[3];		/* vm_moves() when the victim started */
 	unsigned int seed;	/* the sibling's own: w->seed is the victim's */
 	volatile int stop;
 	volatile long events, tries;
@@ -1380,6 +1381,30 @@ static bool fault_word_set(struct disturber *d, int i)
 }
 
 /*
+ * Page moves so far in the whole system, from /proc/vmstat: pages migrated,
+ * PMDs split, huge pages collapsed (each -1 where the kernel does not
+ * count them).
+ */
+static void vm_moves(long v[3])
+{
+	static const char *const key[3] = {
+		"pgmigrate_success", "thp_split_pmd", "thp_collapse_alloc" };
+	char name[64];
+	long val;
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	for (int i = 0; i < 3; i++)
+		v[i] = -1;
+	if (!f)
+		return;
+	while (fscanf(f, "%63s %ld", name, &val) == 2)
+		for (int i = 0; i < 3; i++)
+			if (!strcmp(name, key[i]))
+				v[i] = val;
+	fclose(f);
+}
+
+/*
  * A word was found set: say what tells the cases apart before giving up.
  * Which words were set (even ones are on the pages MADV_DONTNEED drops),
  * the first one's page as the pagemap shows it, and whether a second
@@ -1401,17 +1426,22 @@ static void fault_wrong(struct world *w, struct disturber *d, const char *after,
 			even += !(i % 2);
 		}
 	}
+	long vm[3];
+
 	pm = pagemap_of(d, d->word[first]);
+	vm_moves(vm);
 	sw = nr_switches();
 	for (int i = 0; i < 1000 && nr_switches() == sw; i++)
 		poll(NULL, 0, 1);
 	again = *(volatile uint64_t *)d->word[first];
 	wrong(w, 98, "word %d of %d not reset after a %s: %#llx; %d set (%d even, mask %#llx); "
 	      "its page after arming %#llx (%ld switches in it), now %#llx; "
-	      "after %ld more switches %#llx",
+	      "after %ld more switches %#llx; since the victim started: %ld pages migrated, "
+	      "%ld PMDs split, %ld collapsed",
 	      first, FAULT_WORDS, after, (unsigned long long)v, nset, even,
 	      (unsigned long long)set, (unsigned long long)d->pm_arm[fault_page(first)], d->arm_switches,
-	      (unsigned long long)pm, nr_switches() - sw, (unsigned long long)again);
+	      (unsigned long long)pm, nr_switches() - sw, (unsigned long long)again,
+	      vm[0] - d->vm0[0], vm[1] - d->vm0[1], vm[2] - d->vm0[2]);
 }
 
 static void fault_check(struct world *w, struct disturber *d, const char *after)
@@ -1581,6 +1611,7 @@ static void sc_fault(struct world *w, enum fault_kind how)
 			wrong(w, 90, "valid RESET node %d of %d refused", i, FAULT_WORDS);
 	}
 	d.seed = rand_r(&w->seed);
+	vm_moves(d.vm0);
 	if (pthread_create(&th, NULL, disturb, &d))
 		wrong(w, 80, "pthread_create: the disturbing thread");
 	/* The drawn rounds, and on until the sibling tried once, in the budget */
