@@ -44,18 +44,22 @@ CONFIG_REASONS = (
     r"one possible CPU",
     r"no soft-dirty tracking \(CONFIG_MEM_SOFT_DIRTY\)",
     r"no MADV_COLLAPSE \(CONFIG_TRANSPARENT_HUGEPAGE\)",
+    r"no protection keys here: ",
 )
 
 # The cases each configuration skips for a configuration reason: the
 # default benchmark configuration has neither MEMCG nor USERFAULTFD, nor
-# soft-dirty tracking or THP, which two transient faults need; the debug
-# one has all of them, and rseq debug mode; tagged addresses are arm64's.
+# soft-dirty tracking or THP, which two transient faults need, nor
+# protection keys; the debug one has all of them, and rseq debug mode;
+# tagged addresses are arm64's.
 TAGGED = "global.tagged_addresses_are_checked_without_the_tag"
+PKEYS = {"global.memory_under_a_protection_key_is_refused",
+         "global.protection_key_given_after_registration_is_sigsegv_pkuerr"}
 TRANSIENT = "transient.%s.valid_destination_survives_racing_write_protect"
 CONFIG_SKIPS = {
     "default": {TAGGED, "global.array_charged_to_the_thread_cgroup",
                 "global.registration_waiting_on_a_fault_blocks_no_other_thread",
-                TRANSIENT % "soft_dirty_clearing", TRANSIENT % "thp_collapse"},
+                TRANSIENT % "soft_dirty_clearing", TRANSIENT % "thp_collapse"} | PKEYS,
     "debug": {TAGGED,
               "global.critical_section_evaluated_after_interrupts_only"},
 }
