@@ -179,7 +179,7 @@ endif
 ifneq ($(call goals,stress test-resident soak),)
 $(call check,$(check_env) FLAVOUR=$(call sq,$(FLAVOUR)) SCENARIO=$(call sq,$(or $(SCENARIO),$(if $(call goals,soak),$(SOAK_SCENARIOS)))) \
 	STRESS_SEMANTICS=$(call sq,$(STRESS_SEMANTICS)) STRESS_KCONFIG=$(call sq,$(STRESS_KCONFIG)) \
-	correctness/stress.sh --check $(call sq,$(DURATION)))
+	STRESS_APPEND=$(call sq,$(STRESS_APPEND)) correctness/stress.sh --check $(call sq,$(DURATION)))
 endif
 ifneq ($(call goals,check-arches),)
 $(call check,CELLS=$(call sq,$(CELLS)) PREFIXES=$(call sq,$(PREFIXES)) kernel-patch/scripts/check-arches.sh \
