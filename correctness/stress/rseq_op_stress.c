@@ -51,7 +51,8 @@
  *    "exposed":19,"events":0,"unsupported":0,"wrong_how":{"exit 99":2}},...}}
  * (wrong_how: the wrong outcomes by exit status or killing signal; the
  * victims' exit statuses say why: 98 a node not reset by the walk (the
- * victim's own or one of its threads'), 99
+ * victim's own or one of its threads'), 97 a control word of
+ * fault-dontneed that a store from user mode did not reset, 99
  * alive after breaking the contract, 90-96 a refused or wrong prctl, 87 a
  * fault-* run whose sibling caused no event, 88 a victim never switched
  * out.
@@ -1231,6 +1232,12 @@ struct disturber {
 	size_t len;		/* of the region */
 	size_t stride;		/* pages from one word's page to the next */
 	uint64_t *word[FAULT_WORDS];	/* node i resets word[i] */
+	/*
+	 * BY_DONTNEED: the control, words that the victim resets itself with
+	 * a store from user mode, on pages dropped and kept the same way
+	 */
+	char *ctl_region;
+	uint64_t *ctl[FAULT_WORDS];
 	int fd;			/* BY_SOFT_DIRTY: /proc/self/clear_refs */
 	int pmfd;		/* /proc/self/pagemap, for fault_wrong() */
 	uint64_t pm_arm[FAULT_WORDS];	/* after the last arming, by fault_page() */
@@ -1273,7 +1280,9 @@ static int disturb_once(struct disturber *d)
 				return errno;
 		return 0;
 	case BY_DONTNEED:
-		return madvise(d->region, FAULT_WORDS / 2 * page, MADV_DONTNEED) ? errno : 0;
+		if (madvise(d->region, FAULT_WORDS / 2 * page, MADV_DONTNEED))
+			return errno;
+		return madvise(d->ctl_region, FAULT_WORDS / 2 * page, MADV_DONTNEED) ? errno : 0;
 	case BY_PAGEOUT:
 		return madvise(d->region, d->len, MADV_PAGEOUT) ? errno : 0;
 	case BY_SOFT_DIRTY:
@@ -1356,8 +1365,11 @@ static void fault_arm(struct disturber *d)
 {
 	long sw = nr_switches();
 
-	for (int i = 0; i < FAULT_WORDS; i++)
+	for (int i = 0; i < FAULT_WORDS; i++) {
 		*(volatile uint64_t *)d->word[i] = FAULT_MARK;
+		if (d->ctl_region)
+			*(volatile uint64_t *)d->ctl[i] = FAULT_MARK;
+	}
 	d->arm_switches = nr_switches() - sw;
 	/* Pages in a row: one read (the page of word i is fault_page(i)) */
 	if (d->stride == 1 && d->pmfd >= 0 &&
@@ -1444,9 +1456,31 @@ static void fault_wrong(struct world *w, struct disturber *d, const char *after,
 	      vm[0] - d->vm0[0], vm[1] - d->vm0[1], vm[2] - d->vm0[2]);
 }
 
+/*
+ * The control's reset, right after the kernel's: a store from user mode
+ * to each control word, read back with the kernel's words. A control word
+ * found set means a store from user mode was lost as well, which no RSEQ
+ * operation was involved in.
+ */
+static void ctl_reset(struct disturber *d)
+{
+	if (!d->ctl_region)
+		return;
+	for (int i = 0; i < FAULT_WORDS; i++)
+		*(volatile uint64_t *)d->ctl[i] = 0;
+}
+
 static void fault_check(struct world *w, struct disturber *d, const char *after)
 {
 	w->rep->exposed = 1;
+	for (int i = 0; d->ctl_region && i < FAULT_WORDS; i++) {
+		uint64_t v = *(volatile uint64_t *)d->ctl[i];
+
+		if (v)
+			wrong(w, 97, "control word %d of %d, reset from user mode, still %#llx "
+			      "after a %s: a store from user mode lost", i, FAULT_WORDS,
+			      (unsigned long long)v, after);
+	}
 	for (int i = 0; i < FAULT_WORDS; i++)
 		if (fault_word_set(d, i))
 			fault_wrong(w, d, after, i);
@@ -1512,6 +1546,12 @@ static bool fault_region(struct world *w, struct disturber *d)
 
 		d->word[i] = (uint64_t *)pg + rnd(w, page / sizeof(uint64_t));
 		*d->word[i] = FAULT_MARK;	/* populated before the probes */
+	}
+	if (d->how == BY_DONTNEED) {
+		d->ctl_region = map(d->len);
+		for (int i = 0; i < FAULT_WORDS; i++)
+			d->ctl[i] = (uint64_t *)(d->ctl_region + fault_page(i) * page) +
+				    (d->word[i] - (uint64_t *)((uintptr_t)d->word[i] & -page));
 	}
 	return true;
 }
@@ -1623,10 +1663,12 @@ static void sc_fault(struct world *w, enum fault_kind how)
 		fault_arm(&d);
 		if (rnd(w, 2)) {
 			walk(w);	/* the delivery of a signal applies them too */
+			ctl_reset(&d);
 			fault_check(w, &d, "signal");
 			fault_arm(&d);
 		}
 		switch_out(w);
+		ctl_reset(&d);
 		fault_check(w, &d, "switch");
 	}
 	d.stop = 1;
