@@ -1419,8 +1419,9 @@ static void vm_moves(long v[3])
 /*
  * A word was found set: say what tells the cases apart before giving up.
  * Which words were set (even ones are on the pages MADV_DONTNEED drops),
- * the first one's page as the pagemap shows it, and whether a second
- * switch resets it: if it does, the first exit did not store to that word
+ * the first one's page frame after the arming and now (a page replaced by
+ * a copy in between changes frame and keeps its content), the page moves
+ * of the whole system meanwhile, and whether a second switch resets it: if it does, the first exit did not store to that word
  * at all; if it does not, the kernel's stores do not reach the page the
  * task reads.
  */
@@ -1429,7 +1430,7 @@ static void fault_wrong(struct world *w, struct disturber *d, const char *after,
 	uint64_t v = *(volatile uint64_t *)d->word[first], pm, again;
 	uint64_t set = 0;
 	int nset = 0, even = 0;
-	long sw;
+	long sw, vm[3];
 
 	for (int i = 0; i < FAULT_WORDS; i++) {
 		if (fault_word_set(d, i)) {
@@ -1438,8 +1439,6 @@ static void fault_wrong(struct world *w, struct disturber *d, const char *after,
 			even += !(i % 2);
 		}
 	}
-	long vm[3];
-
 	pm = pagemap_of(d, d->word[first]);
 	vm_moves(vm);
 	sw = nr_switches();
