@@ -1569,7 +1569,6 @@ static bool fault_supported(struct world *w, struct disturber *d)
 {
 	struct sysinfo si;
 	uint64_t pm;
-	int fd;
 
 	switch (d->how) {
 	case BY_FORK:
@@ -1598,13 +1597,13 @@ static bool fault_supported(struct world *w, struct disturber *d)
 		 * never cleared, may show it without tracking anything).
 		 */
 		*(volatile uint64_t *)d->word[0] = FAULT_MARK;
-		fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || pread(fd, &pm, sizeof(pm),
-				    (uintptr_t)d->word[0] / page * sizeof(pm)) != sizeof(pm)) {
-			unsupported(w, "reading /proc/self/pagemap: %s", strerror(errno));
+		/* Just written, so present: an entry of 0 is a failed read. */
+		pm = pagemap_of(d, d->word[0]);
+		if (!pm) {
+			unsupported(w, "reading /proc/self/pagemap: %s",
+				    d->pmfd < 0 ? "cannot open it" : strerror(errno));
 			return false;
 		}
-		close(fd);
 		if (!(pm >> 55 & 1)) {
 			unsupported(w, "no soft-dirty bit after a write: no CONFIG_MEM_SOFT_DIRTY");
 			return false;
