@@ -293,7 +293,8 @@ help:
 	@echo '                 STRESS_KCONFIG kernel, DURATION seconds'
 	@echo '  soak           correct programs under transient faults: the stress'"'"'s fault-*'
 	@echo '                 scenarios only (a sibling'"'"'s fork, MADV_DONTNEED, MADV_PAGEOUT,'
-	@echo '                 soft-dirty clearing, THP collapse) on FLAVOUR (default ops),'
+	@echo '                 soft-dirty clearing, THP collapse, compaction, a memory cgroup'
+	@echo '                 at its limit with swap) on FLAVOUR (default ops),'
 	@echo '                 STRESS_KCONFIG kernel, DURATION seconds: every victim lives'
 	@echo '  selftests      every rseq selftest on ops in the guest (long: run_param_test)'
 	@echo '  selftests-op   rseq_op_test ROUNDS times in a row on FLAVOUR (default ops)'
@@ -457,7 +458,7 @@ stress: source image
 	$(Q)FLAVOUR=$(or $(FLAVOUR),ops) STRESS_KCONFIG=$(STRESS_KCONFIG) correctness/stress.sh $(DURATION)
 
 # The transient faults a correct program must survive (issue 43's soak).
-SOAK_SCENARIOS = fault-fork,fault-dontneed,fault-pageout,fault-soft-dirty,fault-thp-collapse
+SOAK_SCENARIOS = fault-fork,fault-dontneed,fault-pageout,fault-soft-dirty,fault-thp-collapse,fault-compact,fault-memcg
 soak: source image
 	$(Q)KCONFIG=$(STRESS_KCONFIG) kernel-patch/scripts/kernels.sh $(or $(FLAVOUR),ops)
 	$(Q)FLAVOUR=$(or $(FLAVOUR),ops) STRESS_KCONFIG=$(STRESS_KCONFIG) \

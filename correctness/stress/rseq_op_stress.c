@@ -27,10 +27,12 @@
  * The fault-* scenarios keep the contract under either semantics: a
  * sibling thread takes the destinations' pages away for a moment (fork,
  * MADV_DONTNEED, MADV_PAGEOUT, soft-dirty clearing, a THP split and
- * collapse), and the victim must live and find every operation applied
- * (ops-v3 killed such victims). Where the kernel cannot cause the event
- * (no swap, no soft-dirty tracking, no THP) a run is unsupported, with
- * the reason, in the summary: see sc_fault().
+ * collapse, compaction of all memory, which migrates pages), and the
+ * victim must live and find every operation applied (ops-v3 killed such
+ * victims). Where the kernel cannot cause the event (no swap, no
+ * soft-dirty tracking, no THP, no compaction) a run is unsupported, with
+ * the reason, in the summary: see sc_fault(). fault-compact needs root
+ * (the guest's): it compacts the whole machine's memory.
  *
  * A reset the program means to succeed is of a whole uint64_t word, 8
  * bytes, but 4 on a 32-bit kernel, which refuses 8 (uname() tells; a
@@ -52,7 +54,8 @@
  * (wrong_how: the wrong outcomes by exit status or killing signal; the
  * victims' exit statuses say why: 98 a node not reset by the walk (the
  * victim's own or one of its threads'), 97 a control word of
- * fault-dontneed that a store from user mode did not reset, 99
+ * fault-dontneed or fault-compact that a store from user mode did not
+ * reset, 99
  * alive after breaking the contract, 90-96 a refused or wrong prctl, 87 a
  * fault-* run whose sibling caused no event, 88 a victim never switched
  * out.
@@ -64,7 +67,10 @@
  * race_register: rounds run of those drawn, and the runs that the time
  * budget stopped early; transient_faults: the same for the fault-*
  * scenarios (a victim goes on past its drawn rounds until its sibling
- * tried once, so rounds can exceed rounds_drawn); events: the events their siblings caused; unsupported: the
+ * tried once, so rounds can exceed rounds_drawn); events: the events
+ * their siblings caused; moved: the words whose page was on another
+ * frame at a check than after the arming before it (a page migrated, or
+ * dropped and faulted in again); unsupported: the
  * runs of a scenario whose event this kernel cannot cause, by scenario
  * with the first run's reason: such a run exits 0, a right outcome
  * counted here rather than passed in silence.)
@@ -90,6 +96,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
@@ -140,6 +147,10 @@ struct report {
 	volatile int time_cut;
 	volatile int fault_run;
 	volatile long events;	/* transient faults: events the sibling caused */
+	volatile long moved;	/* and words whose page changed frame: see fault_moved() */
+	/* Where a fault-* victim was: its round, and the step (fault_steps[]) */
+	volatile long fault_round;
+	volatile int fault_step;
 	char unsupported[96];	/* why this kernel cannot cause them: see sc_fault() */
 	char why[400];
 };
@@ -1196,7 +1207,7 @@ static void *map(size_t len)
  * moment, or make it read-only: a fork() by another thread write-protects
  * it for copy on write, MADV_DONTNEED and MADV_PAGEOUT unmap it, clearing
  * the soft-dirty bits write-protects it, a THP split and collapse replace
- * its page table. A store from user mode faults the page back in and
+ * its page table, compaction migrates it to another frame. A store from user mode faults the page back in and
  * carries on; so must the operations, however the event falls between the
  * kernel's fault-in of a destination and its store (series v3 tried once
  * more with page faults disabled, and killed the task on a second fault).
@@ -1224,7 +1235,18 @@ static void *map(size_t len)
 /* The largest PMD (huge page) fault-thp-collapse maps and collapses */
 #define FAULT_PMD_MAX	(32UL << 20)
 
-enum fault_kind { BY_FORK, BY_DONTNEED, BY_PAGEOUT, BY_SOFT_DIRTY, BY_COLLAPSE };
+enum fault_kind {
+	BY_FORK, BY_DONTNEED, BY_PAGEOUT, BY_SOFT_DIRTY, BY_COLLAPSE, BY_COMPACT, BY_MEMCG
+};
+
+/*
+ * fault-memcg: the victim in a memory cgroup of its own, named after its
+ * pid under the cgroup2 hierarchy, limited to MEMCG_MAX; its sibling
+ * touches twice that in each event, and reclaim in the cgroup swaps out
+ * what it can, the words' pages among them.
+ */
+#define MEMCG_MAX	(2UL << 20)
+#define MEMCG_NAME	"rseq_op_stress.%d"
 
 struct disturber {
 	enum fault_kind how;
@@ -1233,15 +1255,19 @@ struct disturber {
 	size_t stride;		/* pages from one word's page to the next */
 	uint64_t *word[FAULT_WORDS];	/* node i resets word[i] */
 	/*
-	 * BY_DONTNEED: the control, words that the victim resets itself with
-	 * a store from user mode, on pages dropped and kept the same way
+	 * BY_DONTNEED and BY_COMPACT: the control, words that the victim
+	 * resets itself with a store from user mode, on pages dropped and
+	 * kept (or compacted) the same way
 	 */
 	char *ctl_region;
 	uint64_t *ctl[FAULT_WORDS];
-	int fd;			/* BY_SOFT_DIRTY: /proc/self/clear_refs */
+	/* BY_SOFT_DIRTY: /proc/self/clear_refs; BY_COMPACT: compact_memory */
+	int fd;
+	const char *memcg_why;	/* BY_MEMCG: why no cgroup, or NULL */
 	int pmfd;		/* /proc/self/pagemap, for fault_wrong() */
 	uint64_t pm_arm[FAULT_WORDS];	/* after the last arming, by fault_page() */
 	long arm_switches;	/* switches during the last arming */
+	long moved;		/* fault_moved(), summed over the checks */
 	long vm0[3];		/* vm_moves() when the victim started */
 	unsigned int seed;	/* the sibling's own: w->seed is the victim's */
 	volatile int stop;
@@ -1260,6 +1286,105 @@ struct disturber {
 static size_t fault_page(int i)
 {
 	return (i % 2) * (FAULT_WORDS / 2) + i / 2;
+}
+
+/* Where the cgroup2 hierarchy is mounted (the guest's script mounts it) */
+static bool cgroup2_root(char *root, size_t size)
+{
+	char dir[256], type[64];
+	FILE *f = fopen("/proc/self/mounts", "r");
+	bool found = false;
+
+	while (f && !found && fscanf(f, "%*s %255s %63s %*[^\n]", dir, type) == 2) {
+		if (!strcmp(type, "cgroup2")) {
+			snprintf(root, size, "%s", dir);
+			found = true;
+		}
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* Write @val to @file of the cgroup2 directory @dir: 0, or errno. */
+static int cg_write(const char *dir, const char *file, const char *val)
+{
+	char path[512];
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	if (write(fd, val, strlen(val)) != (ssize_t)strlen(val))
+		err = errno;
+	close(fd);
+	return err;
+}
+
+/*
+ * Move this process into a memory cgroup of its own, limited to
+ * MEMCG_MAX: NULL, or why not (the run is then unsupported). Before the
+ * region is made, so that its pages are charged there. The parent removes
+ * the cgroup when the victim ends (memcg_remove()).
+ */
+static const char *memcg_enter(void)
+{
+	static char why[96];
+	char root[256], dir[512], max[32];
+	struct sysinfo si;
+	int err;
+
+	if (!sysinfo(&si) && !si.totalswap)
+		return "no swap: a memory cgroup at its limit would OOM-kill the victim";
+	if (!cgroup2_root(root, sizeof(root)))
+		return "no cgroup2 hierarchy mounted";
+	/* Where it is on already, this may fail: memory.max then tells. */
+	cg_write(root, "cgroup.subtree_control", "+memory");
+	snprintf(dir, sizeof(dir), "%s/" MEMCG_NAME, root, (int)getpid());
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		snprintf(why, sizeof(why), "mkdir of a cgroup in %.40s: %s (not root?)", root,
+			 strerror(errno));
+		return why;
+	}
+	snprintf(max, sizeof(max), "%lu", MEMCG_MAX);
+	err = cg_write(dir, "memory.max", max);
+	if (err) {
+		snprintf(why, sizeof(why), "memory.max: %s (no memory controller: CONFIG_MEMCG?)",
+			 strerror(err));
+		return why;
+	}
+	err = cg_write(dir, "cgroup.procs", "0");
+	if (err) {
+		snprintf(why, sizeof(why), "moving into the cgroup: %s", strerror(err));
+		return why;
+	}
+	return NULL;
+}
+
+/* The parent, after victim @pid of fault-memcg ended: its cgroup, empty now */
+static void memcg_remove(pid_t pid)
+{
+	char root[256], dir[512];
+
+	if (!cgroup2_root(root, sizeof(root)))
+		return;
+	snprintf(dir, sizeof(dir), "%s/" MEMCG_NAME, root, (int)pid);
+	rmdir(dir);
+}
+
+/* Touch twice the cgroup's limit, then give it back: reclaim swaps out. */
+static int memcg_pressure(void)
+{
+	size_t len = 2 * MEMCG_MAX;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return errno;
+	for (size_t off = 0; off < len; off += page)
+		p[off] = 1;
+	munmap(p, len);
+	return 0;
 }
 
 /* One event: 0, or the errno of a try that failed. */
@@ -1299,6 +1424,11 @@ static int disturb_once(struct disturber *d)
 		if (madvise(d->region + hole * page, page, MADV_DONTNEED))
 			return errno;
 		return madvise(d->region, d->len, MADV_COLLAPSE) ? errno : 0;
+	case BY_COMPACT:
+		/* Every zone compacted: movable pages migrate to free ones. */
+		return write(d->fd, "1", 1) == 1 ? 0 : errno;
+	case BY_MEMCG:
+		return memcg_pressure();
 	}
 	return EINVAL;
 }
@@ -1315,8 +1445,18 @@ static void *disturb(void *arg)
 			d->err = err;
 		else
 			d->events++;
-		/* Others on this CPU first: the other victims have alarms too. */
-		sched_yield();
+		/*
+		 * Events that swap pages out go through the guest's disk: in a
+		 * loop without a pause they starved the victim's own accesses
+		 * (a fault-pageout victim was 3 rounds in when its 60 s alarm
+		 * killed it). A millisecond's sleep leaves the victim time to
+		 * get its pages back; the others only yield.
+		 */
+		if (d->how == BY_PAGEOUT || d->how == BY_MEMCG)
+			poll(NULL, 0, 1);
+		else
+			/* Others on this CPU first: the other victims have alarms too. */
+			sched_yield();
 	}
 	return NULL;
 }
@@ -1361,6 +1501,18 @@ static uint64_t pagemap_of(struct disturber *d, const void *addr)
 	return pm;
 }
 
+/* The pagemap entries of the words' pages, by page (fault_page()) */
+static void fault_pagemap(struct disturber *d, uint64_t pm[FAULT_WORDS])
+{
+	/* Pages in a row: one read */
+	if (d->stride == 1 && d->pmfd >= 0 &&
+	    pread(d->pmfd, pm, FAULT_WORDS * sizeof(*pm),
+		  (uintptr_t)d->region / page * sizeof(*pm)) == FAULT_WORDS * sizeof(*pm))
+		return;
+	for (int i = 0; i < FAULT_WORDS; i++)
+		pm[fault_page(i)] = pagemap_of(d, d->word[i]);
+}
+
 static void fault_arm(struct disturber *d)
 {
 	long sw = nr_switches();
@@ -1371,13 +1523,25 @@ static void fault_arm(struct disturber *d)
 			*(volatile uint64_t *)d->ctl[i] = FAULT_MARK;
 	}
 	d->arm_switches = nr_switches() - sw;
-	/* Pages in a row: one read (the page of word i is fault_page(i)) */
-	if (d->stride == 1 && d->pmfd >= 0 &&
-	    pread(d->pmfd, d->pm_arm, sizeof(d->pm_arm),
-		  (uintptr_t)d->region / page * sizeof(uint64_t)) == sizeof(d->pm_arm))
-		return;
+	fault_pagemap(d, d->pm_arm);
+}
+
+/*
+ * The words whose page is present on another frame than after the last
+ * arming: migrated with its content (compaction, a THP collapse), or
+ * dropped and faulted in again. Counted at every check, so that a run
+ * says whether its pages moved at all while the operations were due.
+ */
+static int fault_moved(struct disturber *d)
+{
+	const uint64_t frame = (1ULL << 55) - 1;
+	uint64_t pm[FAULT_WORDS];
+	int n = 0;
+
+	fault_pagemap(d, pm);
 	for (int i = 0; i < FAULT_WORDS; i++)
-		d->pm_arm[fault_page(i)] = pagemap_of(d, d->word[i]);
+		n += (pm[i] & d->pm_arm[i]) >> 63 && (pm[i] & frame) != (d->pm_arm[i] & frame);
+	return n;
 }
 
 /*
@@ -1472,6 +1636,7 @@ static void ctl_reset(struct disturber *d)
 static void fault_check(struct world *w, struct disturber *d, const char *after)
 {
 	w->rep->exposed = 1;
+	d->moved += fault_moved(d);
 	for (int i = 0; d->ctl_region && i < FAULT_WORDS; i++) {
 		uint64_t v = *(volatile uint64_t *)d->ctl[i];
 
@@ -1546,7 +1711,7 @@ static bool fault_region(struct world *w, struct disturber *d)
 		d->word[i] = (uint64_t *)pg + rnd(w, page / sizeof(uint64_t));
 		*d->word[i] = FAULT_MARK;	/* populated before the probes */
 	}
-	if (d->how == BY_DONTNEED) {
+	if (d->how == BY_DONTNEED || d->how == BY_COMPACT) {
 		d->ctl_region = map(d->len);
 		for (int i = 0; i < FAULT_WORDS; i++)
 			d->ctl[i] = (uint64_t *)(d->ctl_region + fault_page(i) * page) +
@@ -1615,9 +1780,30 @@ static bool fault_supported(struct world *w, struct disturber *d)
 			return false;
 		}
 		return true;
+	case BY_MEMCG:
+		if (d->memcg_why) {
+			unsupported(w, "%s", d->memcg_why);
+			return false;
+		}
+		return true;
+	case BY_COMPACT:
+		d->fd = open("/proc/sys/vm/compact_memory", O_WRONLY | O_CLOEXEC);
+		if (d->fd < 0) {
+			unsupported(w, "opening /proc/sys/vm/compact_memory: %s (no CONFIG_COMPACTION, or not root)",
+				    strerror(errno));
+			return false;
+		}
+		return true;
 	}
 	return false;
 }
+
+/* What a fault-* victim was doing, for a victim killed (by its alarm) */
+enum { STEP_SETUP, STEP_ARM, STEP_SIGNAL, STEP_SWITCH, STEP_CHECK, STEP_STOP };
+static const char *const fault_steps[] = {
+	"setting up", "arming", "at a signal's walk", "leaving the CPU", "checking",
+	"stopping its sibling",
+};
 
 static void sc_fault(struct world *w, enum fault_kind how)
 {
@@ -1636,6 +1822,8 @@ static void sc_fault(struct world *w, enum fault_kind how)
 	 * caches, which a loaded machine is slow to run.
 	 */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (how == BY_MEMCG)
+		d.memcg_why = memcg_enter();
 	if (!fault_region(w, &d) || !fault_supported(w, &d))
 		return;		/* exit 0, counted as unsupported by the reason */
 	for (int i = 0; i < FAULT_WORDS; i++) {
@@ -1658,23 +1846,30 @@ static void sc_fault(struct world *w, enum fault_kind how)
 			cut = true;
 			break;
 		}
+		w->rep->fault_round = r;
+		w->rep->fault_step = STEP_ARM;
 		fault_arm(&d);
 		if (rnd(w, 2)) {
+			w->rep->fault_step = STEP_SIGNAL;
 			walk(w);	/* the delivery of a signal applies them too */
 			ctl_reset(&d);
 			fault_check(w, &d, "signal");
 			fault_arm(&d);
 		}
+		w->rep->fault_step = STEP_SWITCH;
 		switch_out(w);
+		w->rep->fault_step = STEP_CHECK;
 		ctl_reset(&d);
 		fault_check(w, &d, "switch");
 	}
+	w->rep->fault_step = STEP_STOP;
 	d.stop = 1;
 	pthread_join(th, NULL);
 	w->rep->rounds = r;
 	w->rep->rounds_drawn = rounds;
 	w->rep->time_cut = cut && r < rounds;
 	w->rep->events = d.events;
+	w->rep->moved = d.moved;
 	if (!d.events)
 		wrong(w, 87, "no event in %ld tries and %d rounds%s%s", d.tries, r,
 		      d.err ? ": " : "", d.err ? strerror(d.err) : "");
@@ -1703,6 +1898,16 @@ static void sc_fault_soft_dirty(struct world *w)
 static void sc_fault_thp_collapse(struct world *w)
 {
 	sc_fault(w, BY_COLLAPSE);
+}
+
+static void sc_fault_compact(struct world *w)
+{
+	sc_fault(w, BY_COMPACT);
+}
+
+static void sc_fault_memcg(struct world *w)
+{
+	sc_fault(w, BY_MEMCG);
 }
 
 /* @resident: the outcome with -R, where writes to registered nodes are ignored */
@@ -1738,6 +1943,8 @@ static const struct scenario scenarios[] = {
 	{ "fault-pageout", LIVE, sc_fault_pageout, LIVE },
 	{ "fault-soft-dirty", LIVE, sc_fault_soft_dirty, LIVE },
 	{ "fault-thp-collapse", LIVE, sc_fault_thp_collapse, LIVE },
+	{ "fault-compact", LIVE, sc_fault_compact, LIVE },
+	{ "fault-memcg", LIVE, sc_fault_memcg, LIVE },
 };
 
 #define NR_SCENARIOS	(int)(sizeof(scenarios) / sizeof(scenarios[0]))
@@ -1771,7 +1978,7 @@ static void __attribute__((noreturn)) victim(const struct scenario *sc,
 
 struct tally {
 	long runs, wrong, exposed;
-	long events, unsupported;	/* transient faults: see sc_fault() */
+	long events, moved, unsupported;	/* transient faults: see sc_fault() */
 	char unsupported_why[96];	/* the first run's reason */
 	double max_s;		/* the slowest victim, against VICTIM_ALARM */
 	/* The wrong outcomes: by exit status, and by signal (+256). */
@@ -1980,6 +2187,10 @@ int main(int argc, char **argv)
 			const struct scenario *sc = &scenarios[slot[s].sc];
 			struct report *r = &reps[s];
 			bool segv = WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV;
+			char where[64];
+
+			if (sc->fn == sc_fault_memcg)
+				memcg_remove(pid);
 			double took = since(&slot[s].t);
 			bool ok;
 
@@ -2000,6 +2211,7 @@ int main(int argc, char **argv)
 				race_cut += r->time_cut;
 			}
 			tally[slot[s].sc].events += r->events;
+			tally[slot[s].sc].moved += r->moved;
 			if (r->unsupported[0] && !tally[slot[s].sc].unsupported++) {
 				/* Said once: an unsupported run ends at once, and often */
 				memcpy(tally[slot[s].sc].unsupported_why, r->unsupported,
@@ -2022,12 +2234,16 @@ int main(int argc, char **argv)
 				tally[slot[s].sc].how[WIFSIGNALED(status) ?
 					256 + WTERMSIG(status) :
 					WEXITSTATUS(status)]++;
+				where[0] = 0;
+				if (r->fault_run)
+					snprintf(where, sizeof(where), " (fault round %ld, %s)",
+						 r->fault_round, fault_steps[r->fault_step]);
 				if (verbose_shown++ < 20)
-					fprintf(stderr, "rseq_op_stress: WRONG: %s: %s%d at stage %d%s%s\n",
+					fprintf(stderr, "rseq_op_stress: WRONG: %s: %s%d at stage %d%s%s%s\n",
 						sc->name,
 						WIFSIGNALED(status) ? "killed by signal " : "exit status ",
 						WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
-						r->stage, r->why[0] ? ": " : "", r->why);
+						r->stage, r->why[0] ? ": " : "", r->why, where);
 			} else if (verbose) {
 				fprintf(stderr, "rseq_op_stress: ok: %s\n", sc->name);
 			}
@@ -2059,9 +2275,10 @@ int main(int argc, char **argv)
 		bool first = true;
 
 		printf("%s\"%s\":{\"runs\":%ld,\"wrong\":%ld,\"max_s\":%.1f,\"exposed\":%ld,"
-		       "\"events\":%ld,\"unsupported\":%ld,\"wrong_how\":{",
+		       "\"events\":%ld,\"moved\":%ld,\"unsupported\":%ld,\"wrong_how\":{",
 		       i ? "," : "", scenarios[i].name, tally[i].runs, tally[i].wrong,
-		       tally[i].max_s, tally[i].exposed, tally[i].events, tally[i].unsupported);
+		       tally[i].max_s, tally[i].exposed, tally[i].events, tally[i].moved,
+		       tally[i].unsupported);
 		for (int k = 0; k < 256 + 128; k++) {
 			char name[16];
 
