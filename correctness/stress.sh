@@ -93,7 +93,8 @@ echo 30 > /proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
 echo 10 > /proc/sys/kernel/watchdog_thresh 2>/dev/null
 $swap
 # fault-memcg's cgroups (rseq_op_test makes its own mount where none is)
-mount -t cgroup2 none /sys/fs/cgroup || echo "stress: no cgroup2 hierarchy in the guest" >&2
+grep -q ' cgroup2 ' /proc/mounts || mount -t cgroup2 none /sys/fs/cgroup ||
+	echo "stress: no cgroup2 hierarchy in the guest" >&2
 exec ./rseq_op_stress -d $secs -j $par $semantics ${SEED:+-s $SEED} ${SCENARIO:+-S $SCENARIO}
 EOF
 chmod +x "$out/guest-stress.sh"

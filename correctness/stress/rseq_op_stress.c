@@ -27,12 +27,14 @@
  * The fault-* scenarios keep the contract under either semantics: a
  * sibling thread takes the destinations' pages away for a moment (fork,
  * MADV_DONTNEED, MADV_PAGEOUT, soft-dirty clearing, a THP split and
- * collapse, compaction of all memory, which migrates pages), and the
- * victim must live and find every operation applied (ops-v3 killed such
- * victims). Where the kernel cannot cause the event (no swap, no
- * soft-dirty tracking, no THP, no compaction) a run is unsupported, with
- * the reason, in the summary: see sc_fault(). fault-compact needs root
- * (the guest's): it compacts the whole machine's memory.
+ * collapse, compaction of all memory, which migrates pages, reclaim in a
+ * memory cgroup at its limit, which swaps them out), and the victim must
+ * live and find every operation applied (ops-v3 killed such victims).
+ * Where the kernel cannot cause the event (no swap, no soft-dirty
+ * tracking, no THP, no compaction, no memory cgroup) a run is
+ * unsupported, with the reason, in the summary: see sc_fault().
+ * fault-compact and fault-memcg need root (the guest's): the first
+ * compacts the whole machine's memory, the second makes a cgroup.
  *
  * A reset the program means to succeed is of a whole uint64_t word, 8
  * bytes, but 4 on a 32-bit kernel, which refuses 8 (uname() tells; a
@@ -1207,10 +1209,12 @@ static void *map(size_t len)
  * moment, or make it read-only: a fork() by another thread write-protects
  * it for copy on write, MADV_DONTNEED and MADV_PAGEOUT unmap it, clearing
  * the soft-dirty bits write-protects it, a THP split and collapse replace
- * its page table, compaction migrates it to another frame. A store from user mode faults the page back in and
- * carries on; so must the operations, however the event falls between the
- * kernel's fault-in of a destination and its store (series v3 tried once
- * more with page faults disabled, and killed the task on a second fault).
+ * its page table, compaction migrates it to another frame, reclaim in a
+ * memory cgroup at its limit swaps it out. A store from user mode faults
+ * the page back in and carries on; so must the operations, however the
+ * event falls between the kernel's fault-in of a destination and its
+ * store (series v3 tried once more with page faults disabled, and killed
+ * the task on a second fault).
  *
  * The victim registers FAULT_WORDS RESET operations, one word on each of
  * as many pages, and in each round arms every word, sometimes has a signal
@@ -1362,23 +1366,47 @@ static const char *memcg_enter(void)
 	return NULL;
 }
 
-/* The parent, after victim @pid of fault-memcg ended: its cgroup, empty now */
+/*
+ * The parent, after victim @pid of fault-memcg ended: its cgroup, empty
+ * now, removed. Says so when the cgroup's OOM killer killed in it (a
+ * victim killed by signal 9 is then that, not a kernel's lost reset),
+ * and when the cgroup cannot be removed.
+ */
 static void memcg_remove(pid_t pid)
 {
-	char root[256], dir[512];
+	char root[256], dir[512], path[560], key[32];
+	long val;
+	FILE *f;
 
 	if (!cgroup2_root(root, sizeof(root)))
 		return;
 	snprintf(dir, sizeof(dir), "%s/" MEMCG_NAME, root, (int)pid);
-	rmdir(dir);
+	snprintf(path, sizeof(path), "%s/memory.events", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return;		/* no cgroup: the victim did not get that far */
+	while (fscanf(f, "%31s %ld", key, &val) == 2)
+		if (!strcmp(key, "oom_kill") && val)
+			fprintf(stderr, "rseq_op_stress: fault-memcg victim %d: its cgroup's OOM killer killed %ld time(s)\n",
+				(int)pid, val);
+	fclose(f);
+	if (rmdir(dir))
+		fprintf(stderr, "rseq_op_stress: removing %s: %s\n", dir, strerror(errno));
 }
 
-/* Touch twice the cgroup's limit, then give it back: reclaim swaps out. */
-static int memcg_pressure(void)
+/*
+ * Touch twice the cgroup's limit, then give it back: reclaim swaps out.
+ * The words' pages are made cold first, so that reclaim takes them before
+ * the fresh ones this touches (the victim writes them every round).
+ */
+static int memcg_pressure(const struct disturber *d)
 {
 	size_t len = 2 * MEMCG_MAX;
-	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *p;
 
+	if (madvise(d->region, d->len, MADV_COLD) && errno != EINVAL)
+		return errno;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return errno;
 	for (size_t off = 0; off < len; off += page)
@@ -1425,10 +1453,13 @@ static int disturb_once(struct disturber *d)
 			return errno;
 		return madvise(d->region, d->len, MADV_COLLAPSE) ? errno : 0;
 	case BY_COMPACT:
-		/* Every zone compacted: movable pages migrate to free ones. */
-		return write(d->fd, "1", 1) == 1 ? 0 : errno;
+		/*
+	 * Every zone compacted: movable pages migrate to free ones. At
+	 * offset 0 each time: a sysctl write past it is ignored.
+	 */
+		return pwrite(d->fd, "1", 1, 0) == 1 ? 0 : errno;
 	case BY_MEMCG:
-		return memcg_pressure();
+		return memcg_pressure(d);
 	}
 	return EINVAL;
 }
@@ -1450,10 +1481,15 @@ static void *disturb(void *arg)
 		 * loop without a pause they starved the victim's own accesses
 		 * (a fault-pageout victim was 3 rounds in when its 60 s alarm
 		 * killed it). A millisecond's sleep leaves the victim time to
-		 * get its pages back; the others only yield.
+		 * get its pages back. Compaction pauses longer (beside it,
+		 * 3 of 96 fault-dontneed victims met their alarm); the others
+		 * only yield.
 		 */
 		if (d->how == BY_PAGEOUT || d->how == BY_MEMCG)
 			poll(NULL, 0, 1);
+		else if (d->how == BY_COMPACT)
+			/* Compaction of all memory: the whole guest waits on it */
+			poll(NULL, 0, 10);
 		else
 			/* Others on this CPU first: the other victims have alarms too. */
 			sched_yield();
@@ -1637,6 +1673,9 @@ static void fault_check(struct world *w, struct disturber *d, const char *after)
 {
 	w->rep->exposed = 1;
 	d->moved += fault_moved(d);
+	/* Published at once: a victim that fails here still tells */
+	w->rep->moved = d->moved;
+	w->rep->events = d->events;
 	for (int i = 0; d->ctl_region && i < FAULT_WORDS; i++) {
 		uint64_t v = *(volatile uint64_t *)d->ctl[i];
 
@@ -1801,7 +1840,8 @@ static bool fault_supported(struct world *w, struct disturber *d)
 /* What a fault-* victim was doing, for a victim killed (by its alarm) */
 enum { STEP_SETUP, STEP_ARM, STEP_SIGNAL, STEP_SWITCH, STEP_CHECK, STEP_STOP };
 static const char *const fault_steps[] = {
-	"setting up", "arming", "at a signal's walk", "leaving the CPU", "checking",
+	"setting up", "arming", "at a signal (its walk, check and arming)", "leaving the CPU",
+	"checking",
 	"stopping its sibling",
 };
 
@@ -2187,11 +2227,11 @@ int main(int argc, char **argv)
 			const struct scenario *sc = &scenarios[slot[s].sc];
 			struct report *r = &reps[s];
 			bool segv = WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV;
-			char where[64];
+			char where[96];
+			double took = since(&slot[s].t);
 
 			if (sc->fn == sc_fault_memcg)
 				memcg_remove(pid);
-			double took = since(&slot[s].t);
 			bool ok;
 
 			tally[slot[s].sc].runs++;
@@ -2237,7 +2277,9 @@ int main(int argc, char **argv)
 				where[0] = 0;
 				if (r->fault_run)
 					snprintf(where, sizeof(where), " (fault round %ld, %s)",
-						 r->fault_round, fault_steps[r->fault_step]);
+						 r->fault_round,
+						 (unsigned int)r->fault_step < sizeof(fault_steps) /
+						 sizeof(fault_steps[0]) ? fault_steps[r->fault_step] : "?");
 				if (verbose_shown++ < 20)
 					fprintf(stderr, "rseq_op_stress: WRONG: %s: %s%d at stage %d%s%s%s\n",
 						sc->name,
