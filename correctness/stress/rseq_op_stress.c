@@ -1880,9 +1880,16 @@ static void sc_fault(struct world *w, enum fault_kind how)
 	vm_moves(d.vm0);
 	if (pthread_create(&th, NULL, disturb, &d))
 		wrong(w, 80, "pthread_create: the disturbing thread");
-	/* The drawn rounds, and on until the sibling tried once, in the budget */
+	/*
+	 * The drawn rounds, and on until the sibling tried once, in the
+	 * budget; but never cut before a round ran with the sibling's first
+	 * try done: a set-up that used up the budget on a loaded guest (a
+	 * fault-memcg victim beside three others swapping) is no sibling
+	 * that caused nothing. A sibling that never ends its first try meets
+	 * the victim's alarm.
+	 */
 	for (r = 0; r < rounds || !d.tries; r++) {
-		if (since(&t0) >= FAULT_BUDGET_S) {
+		if (r && d.tries && since(&t0) >= FAULT_BUDGET_S) {
 			cut = true;
 			break;
 		}
