@@ -73,8 +73,8 @@ guest_programs "$out" rseq_op_stress
 # limit (fault-memcg) have somewhere to put anonymous pages: a file on the
 # guest's root file system, a snapshot that nothing is written back to.
 # Only where SCENARIO names one of them (make soak does): their victims
-# wait on the guest's disk, up to half of their 60 s alarm on the debug
-# kernel (2026-12-06), too slow for the short runs of make test, where
+# wait on the guest's disk, up to two thirds of their 60 s alarm on the
+# debug kernel (2026-12-07), too slow for the short runs of make test, where
 # they stay unsupported for want of swap, as the summary says.
 swap=
 case ",${SCENARIO:-}," in
@@ -144,8 +144,9 @@ if sc and "transient_faults" in s:
           " events %s" % (tf["rounds"], tf["rounds_drawn"], tf["time_cut"], tf["budget_s"],
                           ", ".join("%s %d" % (n, v["events"]) for n, v in sorted(sc.items())
                                     if n.startswith("fault-") and v["runs"]) or "none"))
-    # Checks made across a page of the words on another frame: migrated,
-    # or dropped and faulted in again (older programs do not count them).
+    # Words found at a check on a page that changed frame since the
+    # arming: migrated, or dropped and faulted in again (older programs
+    # do not count them).
     print("stress: transient faults: words whose page changed frame before a check: %s"
           % (", ".join("%s %d" % (n, v["moved"]) for n, v in sorted(sc.items())
                        if n.startswith("fault-") and v["runs"] and "moved" in v) or "none"))

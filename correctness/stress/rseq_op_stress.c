@@ -1454,9 +1454,9 @@ static int disturb_once(struct disturber *d)
 		return madvise(d->region, d->len, MADV_COLLAPSE) ? errno : 0;
 	case BY_COMPACT:
 		/*
-	 * Every zone compacted: movable pages migrate to free ones. At
-	 * offset 0 each time: a sysctl write past it is ignored.
-	 */
+		 * Every zone compacted: movable pages migrate to free ones.
+		 * At offset 0 each time: a sysctl write past it is ignored.
+		 */
 		return pwrite(d->fd, "1", 1, 0) == 1 ? 0 : errno;
 	case BY_MEMCG:
 		return memcg_pressure(d);
@@ -1840,9 +1840,8 @@ static bool fault_supported(struct world *w, struct disturber *d)
 /* What a fault-* victim was doing, for a victim killed (by its alarm) */
 enum { STEP_SETUP, STEP_ARM, STEP_SIGNAL, STEP_SWITCH, STEP_CHECK, STEP_STOP };
 static const char *const fault_steps[] = {
-	"setting up", "arming", "at a signal (its walk, check and arming)", "leaving the CPU",
-	"checking",
-	"stopping its sibling",
+	"setting up", "arming", "at a signal (its walk, check and arming)",
+	"leaving the CPU", "checking", "stopping its sibling",
 };
 
 static void sc_fault(struct world *w, enum fault_kind how)
