@@ -145,11 +145,10 @@ if sc and "transient_faults" in s:
                           ", ".join("%s %d" % (n, v["events"]) for n, v in sorted(sc.items())
                                     if n.startswith("fault-") and v["runs"]) or "none"))
     # Words found at a check on a page that changed frame since the
-    # arming: migrated, or dropped and faulted in again (older programs
-    # do not count them).
+    # arming: migrated, or dropped and faulted in again.
     print("stress: transient faults: words whose page changed frame before a check: %s"
           % (", ".join("%s %d" % (n, v["moved"]) for n, v in sorted(sc.items())
-                       if n.startswith("fault-") and v["runs"] and "moved" in v) or "none"))
+                       if n.startswith("fault-") and v["runs"]) or "none"))
     # Runs whose event this kernel cannot cause: right outcomes that
     # tested nothing, said here by name and reason.
     for name, u in sorted(s["unsupported"].items()):

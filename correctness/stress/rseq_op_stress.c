@@ -1271,7 +1271,6 @@ struct disturber {
 	int pmfd;		/* /proc/self/pagemap, for fault_wrong() */
 	uint64_t pm_arm[FAULT_WORDS];	/* after the last arming, by fault_page() */
 	long arm_switches;	/* switches during the last arming */
-	long moved;		/* fault_moved(), summed over the checks */
 	long vm0[3];		/* vm_moves() when the victim started */
 	unsigned int seed;	/* the sibling's own: w->seed is the victim's */
 	volatile int stop;
@@ -1621,9 +1620,9 @@ static void vm_moves(long v[3])
  * Which words were set (even ones are on the pages MADV_DONTNEED drops),
  * the first one's page frame after the arming and now (a page replaced by
  * a copy in between changes frame and keeps its content), the page moves
- * of the whole system meanwhile, and whether a second switch resets it: if it does, the first exit did not store to that word
- * at all; if it does not, the kernel's stores do not reach the page the
- * task reads.
+ * of the whole system meanwhile, and whether a second switch resets it:
+ * if it does, the first exit did not store to that word at all; if it
+ * does not, the kernel's stores do not reach the page the task reads.
  */
 static void fault_wrong(struct world *w, struct disturber *d, const char *after, int first)
 {
@@ -1672,9 +1671,8 @@ static void ctl_reset(struct disturber *d)
 static void fault_check(struct world *w, struct disturber *d, const char *after)
 {
 	w->rep->exposed = 1;
-	d->moved += fault_moved(d);
 	/* Published at once: a victim that fails here still tells */
-	w->rep->moved = d->moved;
+	w->rep->moved += fault_moved(d);
 	w->rep->events = d->events;
 	for (int i = 0; d->ctl_region && i < FAULT_WORDS; i++) {
 		uint64_t v = *(volatile uint64_t *)d->ctl[i];
@@ -1915,7 +1913,6 @@ static void sc_fault(struct world *w, enum fault_kind how)
 	w->rep->rounds_drawn = rounds;
 	w->rep->time_cut = cut && r < rounds;
 	w->rep->events = d.events;
-	w->rep->moved = d.moved;
 	if (!d.events)
 		wrong(w, 87, "no event in %ld tries and %d rounds%s%s", d.tries, r,
 		      d.err ? ": " : "", d.err ? strerror(d.err) : "");
