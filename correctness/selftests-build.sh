@@ -39,9 +39,12 @@ dest=$(realpath "$dest")
 log "[$flavour] building rseq selftests into $dest"
 
 # The upstream tests, by name: a series may list tests it does not contain.
-progs="librseq.so basic_test basic_percpu_ops_test param_test param_test_compare_twice
-	param_test_mm_cid param_test_mm_cid_compare_twice syscall_errors_test
-	legacy_check check_optimized"
+# Every program of 7.2's directory (its Makefile's TEST_GEN_PROGS and
+# TEST_GEN_PROGS_EXTENDED): `selftests.sh full` runs them all.
+progs="librseq.so basic_test basic_percpu_ops_test basic_percpu_ops_mm_cid_test
+	param_test param_test_compare_twice param_test_mm_cid param_test_mm_cid_compare_twice
+	param_test_benchmark param_test_mm_cid_benchmark syscall_errors_test
+	legacy_check slice_test check_optimized"
 targets=$(for p in $progs; do printf '%s/%s ' "$dest" "$p"; done)
 # shellcheck disable=SC2086
 if in_buildroot --bind "$dest" make -s -C "$st" OUTPUT="$dest" KHDR_INCLUDES="-isystem $kdir/headers" \

@@ -25,7 +25,7 @@ SCRIPT = os.path.join(TOP, "correctness", "stress.sh")
 # must live, every operation applied (series v3 killed it).
 FAULT_SCENARIOS = ("fault-fork", "fault-dontneed", "fault-pageout",
                    "fault-soft-dirty", "fault-thp-collapse", "fault-compact",
-                   "fault-memcg")
+                   "fault-memcg", "fault-numa")
 # fault-compact compacts the whole machine's memory and fault-memcg makes
 # a memory cgroup and moves into it, which root may do: the guest runs
 # them, never this machine (CI runs as root).
@@ -202,7 +202,12 @@ def test_fault_scenarios_on_a_fake_kernel(tmp_path):
             assert v["unsupported"] == 0 and v["events"] > 0, (name, s)
             assert v["exposed"] == v["runs"], (name, s)
             tf = s["transient_faults"]
-            assert tf["rounds"] >= tf["rounds_drawn"] > 0 and tf["time_cut"] == 0, (name, s)
+            # A fault-numa victim waits up to 1 s per round for the
+            # scanner, which a host with NUMA balancing on runs at its
+            # own pace (1 s by default): its budget may cut the rounds.
+            assert tf["rounds"] > 0 and tf["rounds_drawn"] > 0, (name, s)
+            if name != "fault-numa":
+                assert tf["rounds"] >= tf["rounds_drawn"] and tf["time_cut"] == 0, (name, s)
             assert v["max_s"] < s["victim_alarm_s"] / 4, (name, s)
     # Only the scenarios the host cannot run may be unsupported.
     assert not {"fault-fork", "fault-dontneed"} & set(s["unsupported"]), s
@@ -342,12 +347,14 @@ def test_list_outcomes_fail_on_ops(tmp_path):
 # RESET nodes after every switch: exposed whenever the kernel can cause
 # its event, as the debug kernel can (debug.config has soft-dirty
 # tracking, THP and so compaction) but for fault-pageout and fault-memcg
-# (no swap in the guest unless SCENARIO names them), and the victim lives
-# to its first check (v3 killed fault-dontneed victims). With the 26
-# scenarios of 2026-12-06 (fault-compact and fault-memcg added), two 40 s
-# runs at this seed exposed each of those below in 11 of 14 and 7 of 10
-# runs (bad-register, the least) to all of them (how many victims a run
-# gets in 40 s varies).
+# (no swap in the guest unless SCENARIO names them) and fault-numa (one
+# NUMA node unless SCENARIO names it), and the victim lives to its first
+# check (v3 killed fault-dontneed victims). With the 26 scenarios of
+# 2026-12-06 (fault-compact and fault-memcg added), two 40 s runs at this
+# seed exposed each of those below in 11 of 14 and 7 of 10 runs
+# (bad-register, the least) to all of them (how many victims a run gets
+# in 40 s varies); with the 27 of 2026-12-07 (fault-numa added), two runs
+# beside a selftest run on the host, in 2 of 4 to all of them.
 # mutate-valid, migrate-signal, race-register and exec register one node
 # or check none and are never exposed. An exposed victim says so with
 # exit status 98, "node not reset by the walk" (its own nodes or, in

@@ -28,11 +28,13 @@
  * sibling thread takes the destinations' pages away for a moment (fork,
  * MADV_DONTNEED, MADV_PAGEOUT, soft-dirty clearing, a THP split and
  * collapse, compaction of all memory, which migrates pages, reclaim in a
- * memory cgroup at its limit, which swaps them out), and the victim must
- * live and find every operation applied (ops-v3 killed such victims).
- * Where the kernel cannot cause the event (no swap, no soft-dirty
- * tracking, no THP, no compaction, no memory cgroup) a run is
- * unsupported, with the reason, in the summary: see sc_fault().
+ * memory cgroup at its limit, which swaps them out, NUMA balancing's
+ * scanner, which makes them PROT_NONE for a hinting fault), and the
+ * victim must live and find every operation applied (ops-v3 killed such
+ * victims). Where the kernel cannot cause the event (no swap, no
+ * soft-dirty tracking, no THP, no compaction, no memory cgroup, one NUMA
+ * node) a run is unsupported, with the reason, in the summary: see
+ * sc_fault().
  * fault-compact and fault-memcg need root (the guest's): the first
  * compacts the whole machine's memory, the second makes a cgroup.
  *
@@ -70,7 +72,9 @@
  * budget stopped early; transient_faults: the same for the fault-*
  * scenarios (a victim goes on past its drawn rounds until its sibling
  * tried once, so rounds can exceed rounds_drawn); events: the events
- * their siblings caused; moved: the words whose page was on another
+ * their siblings caused (fault-numa: the rounds in which NUMA balancing's
+ * scanner went over the victim's memory between the arming and the
+ * switch); moved: the words whose page was on another
  * frame at a check than after the arming before it (a page migrated, or
  * dropped and faulted in again); unsupported: the
  * runs of a scenario whose event this kernel cannot cause, by scenario
@@ -1210,7 +1214,9 @@ static void *map(size_t len)
  * it for copy on write, MADV_DONTNEED and MADV_PAGEOUT unmap it, clearing
  * the soft-dirty bits write-protects it, a THP split and collapse replace
  * its page table, compaction migrates it to another frame, reclaim in a
- * memory cgroup at its limit swaps it out. A store from user mode faults
+ * memory cgroup at its limit swaps it out, NUMA balancing's scanner makes
+ * it PROT_NONE so that the next access takes a hinting fault (which may
+ * migrate it to the node of the CPU that took it). A store from user mode faults
  * the page back in and carries on; so must the operations, however the
  * event falls between the kernel's fault-in of a destination and its
  * store (series v3 tried once more with page faults disabled, and killed
@@ -1240,7 +1246,8 @@ static void *map(size_t len)
 #define FAULT_PMD_MAX	(32UL << 20)
 
 enum fault_kind {
-	BY_FORK, BY_DONTNEED, BY_PAGEOUT, BY_SOFT_DIRTY, BY_COLLAPSE, BY_COMPACT, BY_MEMCG
+	BY_FORK, BY_DONTNEED, BY_PAGEOUT, BY_SOFT_DIRTY, BY_COLLAPSE, BY_COMPACT, BY_MEMCG,
+	BY_NUMA
 };
 
 /*
@@ -1251,6 +1258,20 @@ enum fault_kind {
  */
 #define MEMCG_MAX	(2UL << 20)
 #define MEMCG_NAME	"rseq_op_stress.%d"
+
+/*
+ * fault-numa: NUMA balancing's scanner goes over a process's memory from
+ * the tick of one of its threads once that thread has used the CPU for a
+ * scan period (100 to 200 ms in the stress guest, which tunes it; 1 s to
+ * 60 s by default) and the process's next scan is due, and makes its
+ * pages PROT_NONE. The victim keeps the CPU after each arming until it
+ * sees that the scanner went over the words' pages (numa_scanned()), at
+ * most NUMA_WAIT_MS; then the switch that follows is the first access to
+ * them since. Its events are the rounds in which it saw that. A victim
+ * that sees none in NUMA_GIVE_UP_S is wrong (exit 87).
+ */
+#define NUMA_WAIT_MS	1000
+#define NUMA_GIVE_UP_S	(VICTIM_ALARM / 2)
 
 struct disturber {
 	enum fault_kind how;
@@ -1268,6 +1289,7 @@ struct disturber {
 	/* BY_SOFT_DIRTY: /proc/self/clear_refs; BY_COMPACT: compact_memory */
 	int fd;
 	const char *memcg_why;	/* BY_MEMCG: why no cgroup, or NULL */
+	char *numa_probe;	/* BY_NUMA: the region's last page, no word on it */
 	int pmfd;		/* /proc/self/pagemap, for fault_wrong() */
 	uint64_t pm_arm[FAULT_WORDS];	/* after the last arming, by fault_page() */
 	long arm_switches;	/* switches during the last arming */
@@ -1414,7 +1436,7 @@ static int memcg_pressure(const struct disturber *d)
 	return 0;
 }
 
-/* One event: 0, or the errno of a try that failed. */
+/* One event: 0, the errno of a try that failed, or -1 for none yet. */
 static int disturb_once(struct disturber *d)
 {
 	size_t hole;
@@ -1459,6 +1481,13 @@ static int disturb_once(struct disturber *d)
 		return pwrite(d->fd, "1", 1, 0) == 1 ? 0 : errno;
 	case BY_MEMCG:
 		return memcg_pressure(d);
+	case BY_NUMA:
+		/*
+		 * The scanner is the kernel's, and the victim counts the
+		 * events (numa_wait()): the sibling is a second thread of the
+		 * process, as in the others, and does nothing.
+		 */
+		return -1;
 	}
 	return EINVAL;
 }
@@ -1471,9 +1500,9 @@ static void *disturb(void *arg)
 		int err = disturb_once(d);
 
 		d->tries++;
-		if (err)
+		if (err > 0)
 			d->err = err;
-		else
+		else if (!err)
 			d->events++;
 		/*
 		 * Events that swap pages out go through the guest's disk: in a
@@ -1481,13 +1510,17 @@ static void *disturb(void *arg)
 		 * (a fault-pageout victim was 3 rounds in when its 60 s alarm
 		 * killed it). A millisecond's sleep leaves the victim time to
 		 * get its pages back. Compaction pauses longer (beside it,
-		 * 3 of 96 fault-dontneed victims met their alarm); the others
-		 * only yield.
+		 * 3 of 96 fault-dontneed victims met their alarm). NUMA's
+		 * sibling sleeps: a scan started from its tick skips the
+		 * words' pages, which it never touched (vma_is_accessed()).
+		 * The others only yield.
 		 */
 		if (d->how == BY_PAGEOUT || d->how == BY_MEMCG)
 			poll(NULL, 0, 1);
 		else if (d->how == BY_COMPACT)
 			/* Compaction of all memory: the whole guest waits on it */
+			poll(NULL, 0, 10);
+		else if (d->how == BY_NUMA)
 			poll(NULL, 0, 10);
 		else
 			/* Others on this CPU first: the other victims have alarms too. */
@@ -1739,6 +1772,11 @@ static bool fault_region(struct world *w, struct disturber *d)
 		d->region = (char *)(((uintptr_t)d->region + pmd - 1) & ~(uintptr_t)(pmd - 1));
 		/* THP "madvise" mode: huge pages from the first fault on. */
 		madvise(d->region, d->len, MADV_HUGEPAGE);
+	} else if (d->how == BY_NUMA) {
+		/* One mapping: the probe page after the words' pages */
+		d->region = map(d->len + page);
+		d->numa_probe = d->region + d->len;
+		*(volatile char *)d->numa_probe = 1;	/* a page of its own, not the zero page */
 	} else {
 		d->region = map(d->len);
 	}
@@ -1753,6 +1791,132 @@ static bool fault_region(struct world *w, struct disturber *d)
 		for (int i = 0; i < FAULT_WORDS; i++)
 			d->ctl[i] = (uint64_t *)(d->ctl_region + fault_page(i) * page) +
 				    (d->word[i] - (uint64_t *)((uintptr_t)d->word[i] & -page));
+	}
+	return true;
+}
+
+/*
+ * This thread's minor faults so far, a NUMA hinting fault among them.
+ * getrusage() twice: the first writes its result to the stack, whose page
+ * the scanner protects too, and the second counts that fault.
+ */
+static long minor_faults(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_THREAD, &ru);
+	getrusage(RUSAGE_THREAD, &ru);
+	return ru.ru_minflt;
+}
+
+/*
+ * fault-numa: whether the scanner made the words' pages PROT_NONE since
+ * the last look. A read of the probe page, the region's last, which
+ * nothing else touches, then takes a NUMA hinting fault; the scanner goes
+ * over a mapping in address order, so the pages before it were protected
+ * as well.
+ */
+static bool numa_scanned(struct disturber *d)
+{
+	long before = minor_faults();
+
+	(void)*(volatile char *)d->numa_probe;
+	return minor_faults() != before;
+}
+
+/* fault-numa: whether a read of every word takes no fault (all present) */
+static bool numa_words_present(struct disturber *d)
+{
+	long before = minor_faults();
+
+	for (int i = 0; i < FAULT_WORDS; i++)
+		(void)*(volatile uint64_t *)d->word[i];
+	return minor_faults() == before;
+}
+
+/*
+ * fault-numa, the victim after arming: keep the CPU until the scanner
+ * went over the words' pages, or NUMA_WAIT_MS passed; its own ticks may
+ * start the scan. Then the switch that follows applies the operations to
+ * pages that are PROT_NONE: an event. A preemption meanwhile applies them
+ * too, and is an event as well when the scanner went over the pages
+ * since the arming and the words are found present (the walk's stores
+ * took the hinting faults: a scan after the walk would leave them
+ * PROT_NONE for the read). Either way the words are checked; when no
+ * event, armed again, and the wait goes on.
+ */
+static void numa_wait(struct world *w, struct disturber *d)
+{
+	struct timespec t0, t1;
+	bool event;
+	long sw;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	numa_scanned(d);	/* a scan before the arming does not count */
+	sw = nr_switches();
+	while (since(&t0) * 1000 < NUMA_WAIT_MS) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		while (since(&t1) < 1e-3)
+			;
+		if (nr_switches() != sw) {
+			event = numa_scanned(d) && numa_words_present(d);
+			fault_check(w, d, "preemption");
+			if (event) {
+				d->events++;
+				return;
+			}
+			fault_arm(d);
+			numa_scanned(d);
+			sw = nr_switches();
+		} else if (numa_scanned(d) && nr_switches() == sw) {
+			d->events++;
+			return;
+		}
+	}
+}
+
+/*
+ * fault-numa: NUMA balancing on for ordinary tasks (kernel.numa_balancing
+ * bit 0, which the kernel leaves clear with a single node: the stress
+ * guest boots the debug kernel with numa=fake=2), and at least two nodes
+ * this process may use (task_numa_work() does nothing for a task whose
+ * cpuset allows one): its cpuset's, or without cpusets the online ones.
+ */
+static bool numa_supported(struct world *w)
+{
+	char line[256], list[200] = "";
+	FILE *f = fopen("/proc/sys/kernel/numa_balancing", "r");
+	int mode = 0;
+
+	if (!f) {
+		unsupported(w, "no /proc/sys/kernel/numa_balancing: no CONFIG_NUMA_BALANCING");
+		return false;
+	}
+	if (fscanf(f, "%d", &mode) != 1)
+		mode = 0;
+	fclose(f);
+	if (!(mode & 1)) {
+		unsupported(w, "kernel.numa_balancing is %d: one NUMA node (boot with numa=fake=2), or turned off",
+			    mode);
+		return false;
+	}
+	f = fopen("/proc/self/status", "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Mems_allowed_list: %199s", list) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (!*list) {
+		f = fopen("/sys/devices/system/node/online", "r");
+		if (f) {
+			if (fscanf(f, "%199s", list) != 1)
+				*list = 0;
+			fclose(f);
+		}
+	}
+	if (!strpbrk(list, ",-")) {
+		unsupported(w, "this process may use one NUMA node only ('%s')", list);
+		return false;
 	}
 	return true;
 }
@@ -1831,22 +1995,36 @@ static bool fault_supported(struct world *w, struct disturber *d)
 			return false;
 		}
 		return true;
+	case BY_NUMA:
+		return numa_supported(w);
 	}
 	return false;
 }
 
+/*
+ * Whether the run may end: the sibling tried once, and in fault-numa a
+ * scan came between an arming and a switch (the scanner is slow to come
+ * on a loaded guest: such a victim goes on until one did, up to
+ * NUMA_GIVE_UP_S).
+ */
+static bool fault_tried(const struct disturber *d)
+{
+	return d->tries && (d->how != BY_NUMA || d->events);
+}
+
 /* What a fault-* victim was doing, for a victim killed (by its alarm) */
-enum { STEP_SETUP, STEP_ARM, STEP_SIGNAL, STEP_SWITCH, STEP_CHECK, STEP_STOP };
+enum { STEP_SETUP, STEP_ARM, STEP_SIGNAL, STEP_NUMA, STEP_SWITCH, STEP_CHECK, STEP_STOP };
 static const char *const fault_steps[] = {
 	"setting up", "arming", "at a signal (its walk, check and arming)",
-	"leaving the CPU", "checking", "stopping its sibling",
+	"waiting for a NUMA scan", "leaving the CPU", "checking", "stopping its sibling",
 };
 
 static void sc_fault(struct world *w, enum fault_kind how)
 {
 	struct disturber d = { .how = how, .fd = -1,
 			       .pmfd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC) };
-	int rounds = 50 + rnd(w, 150), r;
+	/* fault-numa's rounds wait for the scanner, up to a second each */
+	int rounds = how == BY_NUMA ? 5 + rnd(w, 10) : 50 + rnd(w, 150), r;
 	struct timespec t0;
 	pthread_t th;
 	bool cut = false;
@@ -1885,8 +2063,11 @@ static void sc_fault(struct world *w, enum fault_kind how)
 	 * that caused nothing. A sibling that never ends its first try meets
 	 * the victim's alarm.
 	 */
-	for (r = 0; r < rounds || !d.tries; r++) {
-		if (r && d.tries && since(&t0) >= FAULT_BUDGET_S) {
+	for (r = 0; r < rounds || !fault_tried(&d); r++) {
+		if (how == BY_NUMA && !d.events && since(&t0) >= NUMA_GIVE_UP_S)
+			wrong(w, 87, "no NUMA scan of the words' pages seen in %d s and %d rounds",
+			      NUMA_GIVE_UP_S, r);
+		if (r && fault_tried(&d) && since(&t0) >= FAULT_BUDGET_S) {
 			cut = true;
 			break;
 		}
@@ -1899,6 +2080,10 @@ static void sc_fault(struct world *w, enum fault_kind how)
 			ctl_reset(&d);
 			fault_check(w, &d, "signal");
 			fault_arm(&d);
+		}
+		if (how == BY_NUMA) {
+			w->rep->fault_step = STEP_NUMA;
+			numa_wait(w, &d);
 		}
 		w->rep->fault_step = STEP_SWITCH;
 		switch_out(w);
@@ -1953,6 +2138,11 @@ static void sc_fault_memcg(struct world *w)
 	sc_fault(w, BY_MEMCG);
 }
 
+static void sc_fault_numa(struct world *w)
+{
+	sc_fault(w, BY_NUMA);
+}
+
 /* @resident: the outcome with -R, where writes to registered nodes are ignored */
 struct scenario {
 	const char *name;
@@ -1988,6 +2178,7 @@ static const struct scenario scenarios[] = {
 	{ "fault-thp-collapse", LIVE, sc_fault_thp_collapse, LIVE },
 	{ "fault-compact", LIVE, sc_fault_compact, LIVE },
 	{ "fault-memcg", LIVE, sc_fault_memcg, LIVE },
+	{ "fault-numa", LIVE, sc_fault_numa, LIVE },
 };
 
 #define NR_SCENARIOS	(int)(sizeof(scenarios) / sizeof(scenarios[0]))
