@@ -204,11 +204,12 @@ def test_fault_scenarios_on_a_fake_kernel(tmp_path):
             tf = s["transient_faults"]
             # A fault-numa victim waits up to 1 s per round for the
             # scanner, which a host with NUMA balancing on runs at its
-            # own pace (1 s by default): its budget may cut the rounds.
+            # own pace (1 s by default), and goes on until it saw one
+            # (up to half its alarm): its budget may cut the rounds.
             assert tf["rounds"] > 0 and tf["rounds_drawn"] > 0, (name, s)
             if name != "fault-numa":
                 assert tf["rounds"] >= tf["rounds_drawn"] and tf["time_cut"] == 0, (name, s)
-            assert v["max_s"] < s["victim_alarm_s"] / 4, (name, s)
+                assert v["max_s"] < s["victim_alarm_s"] / 4, (name, s)
     # Only the scenarios the host cannot run may be unsupported.
     assert not {"fault-fork", "fault-dontneed"} & set(s["unsupported"]), s
 

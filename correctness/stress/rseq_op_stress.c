@@ -1268,7 +1268,9 @@ enum fault_kind {
  * sees that the scanner went over the words' pages (numa_scanned()), at
  * most NUMA_WAIT_MS; then the switch that follows is the first access to
  * them since. Its events are the rounds in which it saw that. A victim
- * that sees none in NUMA_GIVE_UP_S is wrong (exit 87).
+ * that sees none in NUMA_GIVE_UP_S is wrong (exit 87); make test never
+ * runs fault-numa, and so never holds its victims to a quarter of the
+ * alarm as it does the others (tests/test_stress.py).
  */
 #define NUMA_WAIT_MS	1000
 #define NUMA_GIVE_UP_S	(VICTIM_ALARM / 2)
@@ -1289,7 +1291,7 @@ struct disturber {
 	/* BY_SOFT_DIRTY: /proc/self/clear_refs; BY_COMPACT: compact_memory */
 	int fd;
 	const char *memcg_why;	/* BY_MEMCG: why no cgroup, or NULL */
-	char *numa_probe;	/* BY_NUMA: the region's last page, no word on it */
+	char *numa_probe[2];	/* BY_NUMA: the pages before and after the words' */
 	int pmfd;		/* /proc/self/pagemap, for fault_wrong() */
 	uint64_t pm_arm[FAULT_WORDS];	/* after the last arming, by fault_page() */
 	long arm_switches;	/* switches during the last arming */
@@ -1511,9 +1513,9 @@ static void *disturb(void *arg)
 		 * killed it). A millisecond's sleep leaves the victim time to
 		 * get its pages back. Compaction pauses longer (beside it,
 		 * 3 of 96 fault-dontneed victims met their alarm). NUMA's
-		 * sibling sleeps: a scan started from its tick skips the
-		 * words' pages, which it never touched (vma_is_accessed()).
-		 * The others only yield.
+		 * sibling sleeps: the scanner runs from the tick of a thread
+		 * that used the CPU for a scan period, the victim, which
+		 * sees its own scans. The others only yield.
 		 */
 		if (d->how == BY_PAGEOUT || d->how == BY_MEMCG)
 			poll(NULL, 0, 1);
@@ -1773,10 +1775,19 @@ static bool fault_region(struct world *w, struct disturber *d)
 		/* THP "madvise" mode: huge pages from the first fault on. */
 		madvise(d->region, d->len, MADV_HUGEPAGE);
 	} else if (d->how == BY_NUMA) {
-		/* One mapping: the probe page after the words' pages */
-		d->region = map(d->len + page);
-		d->numa_probe = d->region + d->len;
-		*(volatile char *)d->numa_probe = 1;	/* a page of its own, not the zero page */
+		/*
+		 * One mapping: a probe page, the words' pages, a probe page.
+		 * Small pages only: a hinting fault on a huge page (or a large
+		 * folio) makes all of it present again, the words' pages with
+		 * the probe's.
+		 */
+		d->numa_probe[0] = map(d->len + 2 * page);
+		madvise(d->numa_probe[0], d->len + 2 * page, MADV_NOHUGEPAGE);
+		d->region = d->numa_probe[0] + page;
+		d->numa_probe[1] = d->region + d->len;
+		/* Pages of their own, not the zero page, which is never protected */
+		*(volatile char *)d->numa_probe[0] = 1;
+		*(volatile char *)d->numa_probe[1] = 1;
 	} else {
 		d->region = map(d->len);
 	}
@@ -1811,17 +1822,21 @@ static long minor_faults(void)
 
 /*
  * fault-numa: whether the scanner made the words' pages PROT_NONE since
- * the last look. A read of the probe page, the region's last, which
- * nothing else touches, then takes a NUMA hinting fault; the scanner goes
- * over a mapping in address order, so the pages before it were protected
- * as well.
+ * the last look. A read of each probe page, before and after the words'
+ * pages in their mapping, which nothing else touches, then takes a NUMA
+ * hinting fault; a pass of the scanner goes over a mapping of small pages
+ * in address order, so the pages between them were protected as well.
+ * Both must fault: a pass that protected only the stack, which the
+ * getrusage() calls touch, adds one fault, not one at each probe.
  */
 static bool numa_scanned(struct disturber *d)
 {
-	long before = minor_faults();
+	long before = minor_faults(), mid;
 
-	(void)*(volatile char *)d->numa_probe;
-	return minor_faults() != before;
+	(void)*(volatile char *)d->numa_probe[0];
+	mid = minor_faults();
+	(void)*(volatile char *)d->numa_probe[1];
+	return mid != before && minor_faults() != mid;
 }
 
 /* fault-numa: whether a read of every word takes no fault (all present) */
