@@ -1216,11 +1216,11 @@ static void *map(size_t len)
  * its page table, compaction migrates it to another frame, reclaim in a
  * memory cgroup at its limit swaps it out, NUMA balancing's scanner makes
  * it PROT_NONE so that the next access takes a hinting fault (which may
- * migrate it to the node of the CPU that took it). A store from user mode faults
- * the page back in and carries on; so must the operations, however the
- * event falls between the kernel's fault-in of a destination and its
- * store (series v3 tried once more with page faults disabled, and killed
- * the task on a second fault).
+ * migrate it to the node of the CPU that took it). A store from user mode
+ * faults the page back in and carries on; so must the operations,
+ * however the event falls between the kernel's fault-in of a destination
+ * and its store (series v3 tried once more with page faults disabled, and
+ * killed the task on a second fault).
  *
  * The victim registers FAULT_WORDS RESET operations, one word on each of
  * as many pages, and in each round arms every word, sometimes has a signal
