@@ -96,13 +96,13 @@ esac
 # mapping that the thread it runs in did not touch meanwhile. The counts
 # of PTE updates and hinting faults are printed after the run. Only where
 # SCENARIO names fault-numa (make soak does): the scanner then makes
-# every process's pages PROT_NONE, and in make
-# test's short run with it (2026-12-07, beside a selftest run on the host)
-# a migrate-signal victim took 16.2 s, past the quarter of its alarm that
-# the rig test allows (under 6 s in a 600 s run on one node, host quiet;
-# which of the two slowed it was not measured). Where it is not named,
-# and on the default configuration (no NUMA), the scenario is
-# unsupported, as the summary says.
+# every process's pages PROT_NONE, and in make test's short run with it
+# (2026-12-07, beside a selftest run on the host) a migrate-signal victim
+# took 16.2 s, past the quarter of its alarm that the rig test allows
+# (under 6 s in a 600 s run on one node, host quiet; which of the two
+# slowed it was not measured). Where it is not named, and on the default
+# configuration (no NUMA), the scenario is unsupported, as the summary
+# says.
 numa=
 case ",${SCENARIO:-}," in
 *,fault-numa,*) [ "$KCONFIG" != debug ] || numa=numa=fake=2 ;;
