@@ -117,7 +117,9 @@ echo 10 > /proc/sys/kernel/watchdog_thresh 2>/dev/null
 $swap
 nb=/sys/kernel/debug/sched/numa_balancing
 [ -d /sys/kernel/debug/sched ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null
+nb_on=
 if [ -d \$nb ] && [ "\$(cat /proc/sys/kernel/numa_balancing)" != 0 ]; then
+	nb_on=1
 	echo 100 > \$nb/scan_period_min_ms &&
 		echo 200 > \$nb/scan_period_max_ms &&
 		echo "stress: NUMA balancing on \$(ls -d /sys/devices/system/node/node* | wc -l) nodes, a scan every 100-200 ms of a thread's CPU time" >&2
@@ -127,7 +129,7 @@ grep -q ' cgroup2 ' /proc/mounts || mount -t cgroup2 none /sys/fs/cgroup ||
 	echo "stress: no cgroup2 hierarchy in the guest" >&2
 ./rseq_op_stress -d $secs -j $par $semantics ${SEED:+-s $SEED} ${SCENARIO:+-S $SCENARIO}
 st=\$?
-if [ -d \$nb ] && [ "\$(cat /proc/sys/kernel/numa_balancing)" != 0 ]; then
+if [ -n "\$nb_on" ]; then
 	echo "stress: NUMA balancing:" \$(grep -E '^numa_(pte_updates|hint_faults|pages_migrated) ' /proc/vmstat) >&2
 fi
 exit \$st
