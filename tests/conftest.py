@@ -18,6 +18,9 @@ sys.path.insert(0, os.path.join(TOP, "vm-images"))
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "rig: needs built kernels and image")
+    config.addinivalue_line(
+        "markers", "extra: a rig test that boots a kernel only make "
+        "test-extra builds (the bpf flavour, ppc32); make test leaves it out")
 
 
 RIG_SELECTED = []

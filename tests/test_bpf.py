@@ -80,6 +80,7 @@ def guest_step(tmp_path, what, flavour):
 
 
 @pytest.mark.rig
+@pytest.mark.extra
 def test_bpf_design_resets_after_a_switch_not_after_a_syscall(tmp_path):
     """On the bpf flavour the program loads and attaches; with --via bpf a
     switch resets every watched word and a system call that does not

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Off x86, in make test (rig tests): ops on powerpc book3s/32 with KUAP,
-where a user access region opens one 256 MiB segment, and rseq_op_test as
-a 32-bit task on the 64-bit debug kernel, and the cross build root's
-sparse. make test-kernels builds both kernels and the cross root; these
-tests only boot them and look into the root."""
+"""Off x86 (rig tests): ops on powerpc book3s/32 with KUAP, where a user
+access region opens one 256 MiB segment (make test-extra: its kernel is
+not one make test builds), and, in make test, rseq_op_test as a 32-bit
+task on the 64-bit debug kernel and the cross build root's sparse. The
+make targets build the kernels and the cross root; these tests only boot
+them and look into the root."""
 import os
 import re
 import subprocess
@@ -20,6 +21,7 @@ def tap_lines(path):
 
 
 @pytest.mark.rig
+@pytest.mark.extra
 def test_ppc32_destinations_in_seven_segments(tmp_path):
     """segments on ops, powerpc book3s/32 with KUAP under qemu-system-ppc:
     every destination, one in each of seven 256 MiB segments, is reset
