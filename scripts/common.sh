@@ -191,18 +191,29 @@ patch_list() {
 	fi
 }
 
+# base_tag SRCVER: the tag of the pristine tree of Debian's source version
+# SRCVER in the cached source (kernel-source.sh makes it), DEP-14's way:
+# git refuses ~ and : in a ref (backports: 7.3.4-1~bpo13+1 is tagged
+# debian-7.3.4-1_bpo13+1).
+base_tag() {
+	local v=${1//\~/_}
+	v=${v//:/%}
+	echo "debian-${v//../.#.}"
+}
+
 # am_series SRC SRCVER WORKTREE PATCH...: the patches applied with git am
-# to debian-SRCVER of the cached source SRC, in WORKTREE (made once, then
-# reset to the base each time). Dies, naming git am, if they do not apply.
+# to the base of the cached source SRC (base_tag SRCVER), in WORKTREE
+# (made once, then reset to the base each time). Dies, naming git am, if
+# they do not apply.
 am_series() {
 	local src=$1 srcver=$2 wt=$3
 	shift 3
 	if [ ! -e "$wt/.git" ]; then
 		git -C "$src" worktree prune
-		git -C "$src" worktree add -q --detach "$wt" "debian-$srcver"
+		git -C "$src" worktree add -q --detach "$wt" "$(base_tag "$srcver")"
 	fi
 	git -C "$wt" am --abort >/dev/null 2>&1 || true
-	git -C "$wt" checkout -q --detach -f "debian-$srcver"
+	git -C "$wt" checkout -q --detach -f "$(base_tag "$srcver")"
 	git -C "$wt" -c user.name=rseq-opbench -c user.email=rseq-opbench@localhost \
 		am -q "$@" || die "series does not apply with git am to linux-source $srcver"
 }

@@ -97,6 +97,23 @@ def fake_source(root):
     return src
 
 
+@pytest.mark.parametrize("srcver,tag", [
+    ("7.2.13-1", "debian-7.2.13-1"),
+    # trixie-backports' 7.3: git refuses "~" in a ref (DEP-14 mangles it)
+    ("7.3.4-1~bpo13+1", "debian-7.3.4-1_bpo13+1"),
+    ("1:7.3..4-1", "debian-1%7.3.#.4-1"),
+])
+def test_base_tag_is_a_valid_ref_for_every_debian_version(srcver, tag):
+    """The pristine tree's tag, which kernel-source.sh makes and every
+    build's worktree starts from, is a name git accepts for any Debian
+    version, and one per version."""
+    r = subprocess.run(["bash", "-c", '. scripts/common.sh && base_tag "$1"',
+                        "-", srcver], cwd=TOP, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout == tag + "\n", r
+    ok = subprocess.run(["git", "check-ref-format", "refs/tags/" + tag])
+    assert ok.returncode == 0, tag
+
+
 def fake_series(root, src):
     """Two patches to the fake source, with a series file, and a stale
     0000 that make cover-letter must replace."""

@@ -77,7 +77,7 @@ kmake() {
 # The worktree, with the series applied once per series hash.
 if [ ! -e "$wt/.git" ]; then
 	git -C "$src" worktree prune
-	git -C "$src" worktree add -q --detach "$wt" "debian-$srcver"
+	git -C "$src" worktree add -q --detach "$wt" "$(base_tag "$srcver")"
 fi
 stamp=$wt/.series-hash
 if [ "$(cat "$stamp" 2>/dev/null)" != "$series_hash" ]; then
@@ -142,7 +142,7 @@ cp "$obj/$image" "$stage/"
 [ "$image" = vmlinux ] || cp "$obj/vmlinux" "$stage/"
 cp "$obj/.config" "$stage/config"
 cp -r "$obj/usr/include" "$stage/headers"
-[ ${#patches[@]} -eq 0 ] || git -C "$wt" log --oneline "debian-$srcver..HEAD" > "$stage/series.log"
+[ ${#patches[@]} -eq 0 ] || git -C "$wt" log --oneline "$(base_tag "$srcver")..HEAD" > "$stage/series.log"
 cat > "$stage/provenance" <<EOP
 arch=$arch
 karch=$karch

@@ -106,7 +106,7 @@ ccache_env
 "$TOPDIR/kernel-patch/scripts/buildroot.sh" path >/dev/null
 if [ ! -e "$wt/.git" ]; then
 	git -C "$src" worktree prune
-	git -C "$src" worktree add -q --detach "$wt" "debian-$srcver"
+	git -C "$src" worktree add -q --detach "$wt" "$(base_tag "$srcver")"
 fi
 # The project's merged config (the x86_64 cells'), as kernel-build.sh makes
 # it, made here when no kernel has been built yet.
@@ -290,7 +290,7 @@ build() {
 }
 
 t_start=$(date +%s)
-git -C "$wt" checkout -q --detach -f "debian-$srcver"
+git -C "$wt" checkout -q --detach -f "$(base_tag "$srcver")"
 npatches=0
 build pristine 0 -
 for n in "${names[@]}"; do
@@ -309,7 +309,7 @@ for n in "${names[@]}"; do
 		build "$n" "$i" "$(basename "${patches[$((i - 1))]}")"
 	done
 done
-git -C "$wt" checkout -q --detach -f "debian-$srcver"
+git -C "$wt" checkout -q --detach -f "$(base_tag "$srcver")"
 echo "finished=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$run/provenance"
 
 /usr/bin/python3 "$TOPDIR/analysis/arches_table.py" "$run" | tee "$run/table.txt"

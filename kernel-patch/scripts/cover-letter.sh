@@ -81,7 +81,7 @@ am_series "$src" "$srcver" "$wt" "${patches[@]}"
 author=$(sed -n 's/^From: //p;T;q' "${patches[0]}")
 git -C "$wt" -c user.name="${author% <*}" -c user.email="$(echo "$author" | sed 's/.*<\(.*\)>.*/\1/')" \
 	format-patch -q --cover-letter --subject-prefix="$prefix" \
-	-o "$tmp/fp" "debian-$srcver..HEAD"
+	-o "$tmp/fp" "$(base_tag "$srcver")..HEAD"
 
 "$PYTHON" - "$tmp/fp/0000-cover-letter.patch" "$text" "$tmp/perf" \
 	"$tmp/walkloop" "$tmp/out" <<'EOF'

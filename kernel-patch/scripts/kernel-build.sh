@@ -102,7 +102,7 @@ fi
 # 2. The worktree, with the series applied once per series hash.
 if [ ! -e "$wt/.git" ]; then
 	git -C "$src" worktree prune
-	git -C "$src" worktree add -q --detach "$wt" "debian-$srcver"
+	git -C "$src" worktree add -q --detach "$wt" "$(base_tag "$srcver")"
 	grep -qx '_build/' "$src/.git/info/exclude" 2>/dev/null ||
 		echo '_build/' >> "$src/.git/info/exclude"
 fi
@@ -110,7 +110,7 @@ stamp=$obj/.series-hash
 if [ "$(cat "$stamp" 2>/dev/null)" != "$series_hash" ]; then
 	log "[$flavour] applying series ($series_hash): ${#patches[@]} patch(es)"
 	git -C "$wt" am --abort >/dev/null 2>&1 || true
-	git -C "$wt" checkout -q --detach -f "debian-$srcver"
+	git -C "$wt" checkout -q --detach -f "$(base_tag "$srcver")"
 	git -C "$wt" clean -q -fd -e _build
 	if [ ${#patches[@]} -gt 0 ]; then
 		git -C "$wt" -c user.name=rseq-opbench -c user.email=rseq-opbench@localhost \
@@ -198,7 +198,7 @@ cp "$obj/arch/x86/boot/bzImage" "$obj/vmlinux" "$obj/System.map" "$stage/"
 cp "$obj/.config" "$stage/config"
 cp -r "$obj/usr/include" "$stage/headers"
 if [ ${#patches[@]} -gt 0 ]; then
-	git -C "$wt" log --oneline "debian-$srcver..HEAD" > "$stage/series.log"
+	git -C "$wt" log --oneline "$(base_tag "$srcver")..HEAD" > "$stage/series.log"
 fi
 # grep -c reads all of readelf's output: no SIGPIPE under pipefail.
 btf=no

@@ -115,7 +115,7 @@ git -C "$dst.tmp/tree" -c user.name=rseq-opbench -c user.email=rseq-opbench@loca
 	-c core.autocrlf=false add -A -f
 git -C "$dst.tmp/tree" -c user.name=rseq-opbench -c user.email=rseq-opbench@localhost \
 	commit -q -m "Debian linux-source-$KVER $ver"
-git -C "$dst.tmp/tree" tag -f "debian-$ver" >/dev/null
+git -C "$dst.tmp/tree" tag -f "$(base_tag "$ver")" >/dev/null
 echo "$ver" > "$dst.tmp/tree/.git/rseq-opbench-version"
 rm -rf "$dst"
 mv "$dst.tmp/tree" "$dst"
