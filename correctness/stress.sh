@@ -95,9 +95,9 @@ esac
 # lasts four times that (VMA_PID_RESET_PERIOD), and the scanner skips a
 # mapping that the thread it runs in did not touch meanwhile. The counts
 # of PTE updates and hinting faults are printed after the run. Only where
-# SCENARIO names fault-numa (make soak SCENARIO=fault-numa; make soak
-# alone does not: with it on beside the others, 3 of 284 victims of the
-# swapping scenarios met their alarm in 600 s, 2026-12-07): it then makes
+# SCENARIO names fault-numa (make soak's second boot names it alone: with
+# it on beside the others, 3 of 284 victims of the swapping scenarios met
+# their alarm in 600 s, 2026-12-07): it then makes
 # every process's pages PROT_NONE, and in make test's short run with it
 # (2026-12-07, beside a selftest run on the host) a migrate-signal victim
 # took 16.2 s, past the quarter of its alarm that the rig test allows
