@@ -381,10 +381,12 @@ buildroot: deps
 source: deps
 	$(Q)kernel-patch/scripts/kernel-source.sh >/dev/null
 
-# The source its prerequisite recorded in the manifest (one look at apt
+# The source of KVER its prerequisite recorded in the manifest (one look at apt
 # per make config, not two, and the tree the build steps use).
 config: source
-	$(Q)src=$$(sed -n 's/^source_dir=//p' "$(or $(MANIFEST),$(CACHE_DIR)/manifest)" 2>/dev/null | tail -1) && \
+	$(Q)m="$(or $(MANIFEST),$(CACHE_DIR)/manifest)"; \
+		src=$$(sed -n 's|^source_dir/$(KVER)=||p' "$$m" 2>/dev/null | tail -1); \
+		test -n "$$src" || src=$$(sed -n 's/^source_dir=//p' "$$m" 2>/dev/null | tail -1); \
 		test -n "$$src" || { echo 'config: no kernel source in the manifest ($(or $(MANIFEST),$(CACHE_DIR)/manifest)): run make source' >&2; exit 2; }; \
 	kernel-patch/scripts/kernel-config.sh "$$src" \
 		"$(CACHE_DIR)/merged-$(TOOLCHAIN)-$(KCONFIG).config" && \

@@ -249,6 +249,14 @@ manifest_get() {
 		END { exit !f }' "$MANIFEST"
 }
 
+# manifest_source source_version|source_dir: the kernel source of series
+# KVER in the manifest (kernel-source.sh records each series' own), or, in
+# a manifest from before it did, the last one fetched. A make with KVER=7.3
+# beside one of 7.2 then never finds the other's source.
+manifest_source() {
+	manifest_get "$1/$KVER" || manifest_get "$1"
+}
+
 # flavour_key KIND FLAVOUR[@TOOLCHAIN]: the manifest key of a flavour's
 # built kernel (KIND kernel) or of the source tree it was built from (tree),
 # for the current kernel configuration and the source version the build
@@ -256,7 +264,7 @@ manifest_get() {
 flavour_key() {
 	local srcver
 	split_flavour "$2"
-	srcver=$(manifest_get source_version) ||
+	srcver=$(manifest_source source_version) ||
 		die "no kernel source in the manifest ($MANIFEST): build first, e.g. make kernels"
 	echo "$1/$srcver/$FLAVOUR_TOOLCHAIN/$KCONFIG/$FLAVOUR_NAME"
 }

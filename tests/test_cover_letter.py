@@ -114,6 +114,33 @@ def test_base_tag_is_a_valid_ref_for_every_debian_version(srcver, tag):
     assert ok.returncode == 0, tag
 
 
+def test_each_kernel_series_finds_its_own_source(tmp_path):
+    """Two makes sharing the cache, one with KVER=7.3: each finds its own
+    series' source in the manifest, whichever was fetched last; a
+    manifest from before the per-series keys still gives its one source."""
+    m = tmp_path / "manifest"
+    m.write_text("source_dir=/c/src/linux-source-7.3.4-1~bpo13+1\n"
+                 "source_dir/7.2=/c/src/linux-source-7.2.13-1\n"
+                 "source_dir/7.3=/c/src/linux-source-7.3.4-1~bpo13+1\n"
+                 "source_version=7.3.4-1~bpo13+1\n"
+                 "source_version/7.2=7.2.13-1\n"
+                 "source_version/7.3=7.3.4-1~bpo13+1\n")
+    old = tmp_path / "old-manifest"
+    old.write_text("source_version=7.2.13-1\n")
+
+    def key(kver, manifest):
+        r = subprocess.run(
+            ["bash", "-c", '. scripts/common.sh && flavour_key kernel ops'],
+            cwd=TOP, capture_output=True, text=True,
+            env=dict(os.environ, KVER=kver, MANIFEST=str(manifest),
+                     KCONFIG="default"))
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+    assert key("7.2", m) == "kernel/7.2.13-1/trixie/default/ops"
+    assert key("7.3", m) == "kernel/7.3.4-1~bpo13+1/trixie/default/ops"
+    assert key("7.2", old) == "kernel/7.2.13-1/trixie/default/ops"
+
+
 def fake_series(root, src):
     """Two patches to the fake source, with a series file, and a stale
     0000 that make cover-letter must replace."""

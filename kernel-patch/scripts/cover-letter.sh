@@ -36,7 +36,7 @@ mapfile -t patches < <(patch_list "$series")
 [ ${#patches[@]} -gt 0 ] || die "no patches in '$series'"
 
 # The kernel source the build used, from the manifest: never fetched here.
-if ! src=$(manifest_get source_dir) || ! srcver=$(manifest_get source_version); then
+if ! src=$(manifest_source source_dir) || ! srcver=$(manifest_source source_version); then
 	die "no kernel source in the manifest ($MANIFEST): run make source (or make kernels) first"
 fi
 [ -e "$src/.git/rseq-opbench-ready" ] ||

@@ -78,9 +78,12 @@ fi
 [ -n "$ver" ] || die "no linux-source-$KVER in Debian suites ($SUITES); the suites may have moved on: pick another series with KVER= (e.g. KVER=7.3) or set KSRC_SUITES="
 
 dst=$CACHE_DIR/src/linux-source-$ver
-# Later stages take the source from the manifest, never from here.
+# Later stages take the source from the manifest, never from here: the
+# series' own (manifest_source), and the last one fetched, for the callers
+# that do not say KVER.
 record() {
-	manifest_set source_version "$ver" source_dir "$dst"
+	manifest_set source_version "$ver" source_dir "$dst" \
+		"source_version/$KVER" "$ver" "source_dir/$KVER" "$dst"
 	echo "$dst"
 }
 if [ -e "$dst/.git/rseq-opbench-ready" ]; then
