@@ -158,7 +158,7 @@ struct report {
 	volatile long fault_round;
 	volatile int fault_step;
 	char unsupported[96];	/* why this kernel cannot cause them: see sc_fault() */
-	char why[400];
+	char why[512];
 };
 
 struct node {
@@ -1651,20 +1651,60 @@ static void vm_moves(long v[3])
 }
 
 /*
+ * The word at @addr read by the kernel on this CPU, through the
+ * translation a copy from user memory uses (write() to a pipe: a copy
+ * from user mode's address in kernel mode), and through the page table
+ * alone (/proc/self/mem: the frame it maps, read through the kernel's own
+ * mapping of it, no TLB entry for @addr involved). All ones where a read
+ * fails; the CPU numbers around the copy in @cpu.
+ */
+static void read_back(const void *addr, uint64_t *by_copy, uint64_t *by_table, int cpu[2])
+{
+	int p[2], fd;
+
+	*by_copy = *by_table = ~0ULL;
+	cpu[0] = sched_getcpu();
+	if (!pipe(p)) {
+		if (write(p[1], addr, sizeof(*by_copy)) != sizeof(*by_copy) ||
+		    read(p[0], by_copy, sizeof(*by_copy)) != sizeof(*by_copy))
+			*by_copy = ~0ULL;
+		close(p[0]);
+		close(p[1]);
+	}
+	cpu[1] = sched_getcpu();
+	fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (pread64(fd, by_table, sizeof(*by_table), (off64_t)(uintptr_t)addr) !=
+		    sizeof(*by_table))
+			*by_table = ~0ULL;
+		close(fd);
+	}
+}
+
+/*
  * A word was found set: say what tells the cases apart before giving up.
- * Which words were set (even ones are on the pages MADV_DONTNEED drops),
- * the first one's page frame after the arming and now (a page replaced by
- * a copy in between changes frame and keeps its content), the page moves
- * of the whole system meanwhile, and whether a second switch resets it:
- * if it does, the first exit did not store to that word at all; if it
- * does not, the kernel's stores do not reach the page the task reads.
+ * The first one read again three ways, before anything else: by a load
+ * from user mode, by the kernel through a copy from user memory on this
+ * CPU, and through the page table alone (read_back()). 0 through the
+ * page table but set from user mode is a stale translation of user mode;
+ * set through the page table but 0 through the copy, a stale one of the
+ * kernel's; set all three ways, a store that never reached any frame the
+ * page table or a translation names. Then: which words were set (even
+ * ones are on the pages MADV_DONTNEED drops), the first one's page frame
+ * after the arming and now (a page replaced by a copy in between changes
+ * frame and keeps its content), the page moves of the whole system
+ * meanwhile, and whether a second switch resets it: if it does, the
+ * first exit did not store to that word at all; if it does not, the
+ * kernel's stores do not reach the page the task reads.
  */
 static void fault_wrong(struct world *w, struct disturber *d, const char *after, int first)
 {
-	uint64_t v = *(volatile uint64_t *)d->word[first], pm, again;
+	uint64_t v = *(volatile uint64_t *)d->word[first], pm, again, by_copy, by_table;
 	uint64_t set = 0;
-	int nset = 0, even = 0;
+	int nset = 0, even = 0, cpu[2];
 	long sw, vm[3];
+
+	read_back(d->word[first], &by_copy, &by_table, cpu);
 
 	for (int i = 0; i < FAULT_WORDS; i++) {
 		if (fault_word_set(d, i)) {
@@ -1679,11 +1719,13 @@ static void fault_wrong(struct world *w, struct disturber *d, const char *after,
 	for (int i = 0; i < 1000 && nr_switches() == sw; i++)
 		poll(NULL, 0, 1);
 	again = *(volatile uint64_t *)d->word[first];
-	wrong(w, 98, "word %d of %d not reset after a %s: %#llx; %d set (%d even, mask %#llx); "
+	wrong(w, 98, "word %d of %d not reset after a %s: %#llx; read again: by the kernel's "
+	      "copy on CPU %d-%d %#llx, through the page table %#llx; %d set (%d even, mask %#llx); "
 	      "its page after arming %#llx (%ld switches in it), now %#llx; "
 	      "after %ld more switches %#llx; since the victim started: %ld pages migrated, "
 	      "%ld PMDs split, %ld collapsed",
-	      first, FAULT_WORDS, after, (unsigned long long)v, nset, even,
+	      first, FAULT_WORDS, after, (unsigned long long)v, cpu[0], cpu[1],
+	      (unsigned long long)by_copy, (unsigned long long)by_table, nset, even,
 	      (unsigned long long)set, (unsigned long long)d->pm_arm[fault_page(first)], d->arm_switches,
 	      (unsigned long long)pm, nr_switches() - sw, (unsigned long long)again,
 	      vm[0] - d->vm0[0], vm[1] - d->vm0[1], vm[2] - d->vm0[2]);
