@@ -176,6 +176,10 @@ if sc and "victim_alarm_s" in s:
     print("stress: fork retries %d; void runs %d; race-register %d of %d rounds,"
           " %d runs cut at %d s" % (s["fork_retries"], s["void_runs"], race["rounds"],
                                     race["rounds_drawn"], race["time_cut"], race["budget_s"]))
+    mv = s.get("migrate_signal")
+    if mv:
+        print("stress: migrate-signal %d of %d moves, %d runs cut at %d s"
+              % (mv["moves"], mv["moves_drawn"], mv["time_cut"], mv["budget_s"]))
 if sc and "transient_faults" in s:
     tf = s["transient_faults"]
     # More rounds than drawn: a victim goes on until its sibling's first try.

@@ -259,15 +259,18 @@ def assert_alarm_margin(s):
     so that a margin shrinking under a loaded host shows here, with its
     ratio printed, before it fails a run; and what the run counted
     instead of hiding: retried forks, victims that tested nothing (one
-    CPU), race-register runs stopped by its time budget."""
+    CPU), race-register and migrate-signal runs stopped by their time
+    budgets."""
     alarm = s["victim_alarm_s"]
     name, v = max(s["scenarios"].items(), key=lambda kv: kv[1]["max_s"])
-    race = s["race_register"]
+    race, mv = s["race_register"], s["migrate_signal"]
     print("# slowest victim: %s %.1f s of the %d s alarm (%.2f); fork retries %d,"
-          " void runs %d; race-register %d of %d rounds, %d runs cut at %d s"
+          " void runs %d; race-register %d of %d rounds, %d runs cut at %d s;"
+          " migrate-signal %d of %d moves, %d runs cut at %d s"
           % (name, v["max_s"], alarm, v["max_s"] / alarm, s["fork_retries"],
              s["void_runs"], race["rounds"], race["rounds_drawn"],
-             race["time_cut"], race["budget_s"]))
+             race["time_cut"], race["budget_s"], mv["moves"], mv["moves_drawn"],
+             mv["time_cut"], mv["budget_s"]))
     slow = {n: v["max_s"] for n, v in s["scenarios"].items()
             if v["max_s"] > alarm / 4}
     assert not slow, "victims past a quarter of the %d s alarm: %s" % (alarm, slow)

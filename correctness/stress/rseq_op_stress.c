@@ -50,8 +50,9 @@
  *    "violations_injected":301,"segv_expected":301,"segv_seen":301,
  *    "wrong":2,"victim_alarm_s":60,"fork_retries":0,"void_runs":0,
  *    "race_register":{"budget_s":5,"rounds":9120,"rounds_drawn":9120,
- *    "time_cut":0},"transient_faults":{"budget_s":5,"rounds":5210,
- *    "rounds_drawn":5210,"time_cut":0},"unsupported":{"fault-pageout":
+ *    "time_cut":0},"migrate_signal":{"budget_s":5,"moves":2410,
+ *    "moves_drawn":2410,"time_cut":0},"transient_faults":{"budget_s":5,
+ *    "rounds":5210,"rounds_drawn":5210,"time_cut":0},"unsupported":{"fault-pageout":
  *    {"runs":9,"why":"no swap: MADV_PAGEOUT leaves anonymous pages in place"}},
  *    "scenarios":{"self-cycle":{"runs":20,"wrong":2,"max_s":1.5,
  *    "exposed":19,"events":0,"unsupported":0,"wrong_how":{"exit 99":2}},...}}
@@ -69,14 +70,14 @@
  * control, can fail. fork_retries: victims started again after fork()
  * failed; void_runs: victims that found one CPU and tested nothing;
  * race_register: rounds run of those drawn, and the runs that the time
- * budget stopped early; transient_faults: the same for the fault-*
- * scenarios (a victim goes on past its drawn rounds until its sibling
- * tried once, so rounds can exceed rounds_drawn); events: the events
- * their siblings caused (fault-numa: the rounds in which NUMA balancing's
- * scanner went over the victim's memory between the arming and the
- * switch); moved: the words whose page was on another
- * frame at a check than after the arming before it (a page migrated, or
- * dropped and faulted in again); unsupported: the
+ * budget stopped early; migrate_signal: the same for its moves;
+ * transient_faults: the same for the fault-* scenarios (a victim goes on
+ * past its drawn rounds until its sibling tried once, so rounds can
+ * exceed rounds_drawn); events: the events their siblings caused
+ * (fault-numa: the rounds in which NUMA balancing's scanner went over the
+ * victim's memory between the arming and the switch); moved: the words
+ * whose page was on another frame at a check than after the arming before
+ * it (a page migrated, or dropped and faulted in again); unsupported: the
  * runs of a scenario whose event this kernel cannot cause, by scenario
  * with the first run's reason: such a run exits 0, a right outcome
  * counted here rather than passed in silence.)
@@ -133,6 +134,14 @@
  * the tests allow a victim VICTIM_ALARM / 4.
  */
 #define RACE_BUDGET_S	(VICTIM_ALARM / 12)
+/*
+ * migrate-signal stops at its drawn moves, or after this much time once
+ * MOVES_MIN are done: a move is two migrations and a signal, which a
+ * loaded host makes slow (victims of 12 to 16 s beside another guest,
+ * 2026-12-07, against the quarter of the alarm that the tests allow).
+ */
+#define MOVE_BUDGET_S	(VICTIM_ALARM / 12)
+#define MOVES_MIN	20
 
 enum stage { STAGE_START, STAGE_KEPT, STAGE_BROKEN };
 enum expect { LIVE, SEGV };
@@ -146,12 +155,13 @@ struct report {
 	volatile int exposed;
 	volatile int voided;	/* found nothing to test (one CPU) */
 	/*
-	 * race-register, or with fault_run a transient-fault scenario:
-	 * rounds run, rounds drawn, stopped by RACE_BUDGET_S or FAULT_BUDGET_S
+	 * race-register, or with fault_run a transient-fault scenario, or
+	 * with move_run migrate-signal: rounds (moves) run, rounds drawn,
+	 * stopped by RACE_BUDGET_S, FAULT_BUDGET_S or MOVE_BUDGET_S
 	 */
 	volatile long rounds, rounds_drawn;
 	volatile int time_cut;
-	volatile int fault_run;
+	volatile int fault_run, move_run;
 	volatile long events;	/* transient faults: events the sibling caused */
 	volatile long moved;	/* and words whose page changed frame: see fault_moved() */
 	/* Where a fault-* victim was: its round, and the step (fault_steps[]) */
@@ -787,7 +797,8 @@ static void sc_migrate_signal(struct world *w)
 {
 	struct sigaction sa = { .sa_handler = on_usr2 };
 	struct moved m = { .w = w };
-	int cpus[2], moves = 20 + rnd(w, 200);
+	int cpus[2], moves = MOVES_MIN + rnd(w, 200), i;
+	struct timespec t0;
 	pthread_t th;
 
 	keep(w);
@@ -808,10 +819,15 @@ static void sc_migrate_signal(struct world *w)
 		wrong(w, 81, "moved thread: rseq or PR_RSEQ_OP_REGISTER failed");
 	if (pin(m.tid, cpus[0]))
 		wrong(w, 80, "sched_setaffinity: %s", strerror(errno));
-	for (int i = 0; i < moves; i++) {
+	w->rep->move_run = 1;
+	w->rep->rounds_drawn = moves;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < moves; i++) {
 		int from = cpus[i % 2], to = cpus[(i + 1) % 2];
 		int handled = m.handled;
 
+		if (i >= MOVES_MIN && since(&t0) >= MOVE_BUDGET_S)
+			break;
 		if (pin(0, to))
 			wrong(w, 80, "sched_setaffinity (self): %s", strerror(errno));
 		w->slots[to] = MARK;
@@ -828,7 +844,9 @@ static void sc_migrate_signal(struct world *w)
 		if (m.seen)
 			wrong(w, 83, "move %d: slot of CPU %d not reset before the handler",
 			      i, to);
+		w->rep->rounds = i + 1;	/* published at once, as fault_check() does */
 	}
+	w->rep->time_cut = i < moves;
 	m.stop = true;
 	pthread_join(th, NULL);
 }
@@ -2336,6 +2354,7 @@ int main(int argc, char **argv)
 	long segv_expected = 0, segv_seen = 0, wrongs = 0;
 	long fork_retries = 0, voids = 0, race_rounds = 0, race_drawn = 0, race_cut = 0;
 	long fault_rounds = 0, fault_drawn = 0, fault_cut = 0;
+	long moves = 0, moves_drawn = 0, move_cut = 0;
 	int par = 2, c, verbose_shown = 0;
 	unsigned int seed = time(NULL), seed0, vstream;
 	struct tally tally[NR_SCENARIOS] = { 0 };
@@ -2496,6 +2515,10 @@ int main(int argc, char **argv)
 				fault_rounds += r->rounds;
 				fault_drawn += r->rounds_drawn;
 				fault_cut += r->time_cut;
+			} else if (r->move_run) {
+				moves += r->rounds;
+				moves_drawn += r->rounds_drawn;
+				move_cut += r->time_cut;
 			} else {
 				race_rounds += r->rounds;
 				race_drawn += r->rounds_drawn;
@@ -2549,11 +2572,14 @@ int main(int argc, char **argv)
 	       "\"segv_expected\":%ld,\"segv_seen\":%ld,\"wrong\":%ld,"
 	       "\"victim_alarm_s\":%d,\"fork_retries\":%ld,\"void_runs\":%ld,"
 	       "\"race_register\":{\"budget_s\":%d,\"rounds\":%ld,\"rounds_drawn\":%ld,"
-	       "\"time_cut\":%ld},\"transient_faults\":{\"budget_s\":%d,\"rounds\":%ld,"
+	       "\"time_cut\":%ld},\"migrate_signal\":{\"budget_s\":%d,\"moves\":%ld,"
+	       "\"moves_drawn\":%ld,\"time_cut\":%ld},"
+	       "\"transient_faults\":{\"budget_s\":%d,\"rounds\":%ld,"
 	       "\"rounds_drawn\":%ld,\"time_cut\":%ld},\"unsupported\":{",
 	       resident ? "resident" : "list", (long)(now.tv_sec - t0.tv_sec), seed0, victims, prctls, walks,
 	       violations, segv_expected, segv_seen, wrongs, VICTIM_ALARM, fork_retries, voids,
 	       RACE_BUDGET_S, race_rounds, race_drawn, race_cut,
+	       MOVE_BUDGET_S, moves, moves_drawn, move_cut,
 	       FAULT_BUDGET_S, fault_rounds, fault_drawn, fault_cut);
 	for (int i = 0, n = 0; i < NR_SCENARIOS; i++) {
 		if (!tally[i].unsupported)
