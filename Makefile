@@ -207,7 +207,7 @@ endif
 endif
 endif
 
-.PHONY: help deps buildroot source config kernels kernel test-kernels extra-kernels test-extra image test-rig-soak \
+.PHONY: help deps buildroot cross-root source config kernels kernel test-kernels extra-kernels test-extra image test-rig-soak \
 	vm-check boot-time test test-host selftests selftests-op differential \
 	check-series plan-check bench bench-kernels bench-walker report flamegraph trace \
 	test-resident plugin-header host-check kit deb latency merge \
@@ -261,6 +261,8 @@ help:
 	@echo '  deps           install missing Debian packages (root)'
 	@echo '  buildroot      make the Debian trixie build root (gcc 14) that kernels and'
 	@echo '                 guest binaries are built in (debootstrap, cached)'
+	@echo '  cross-root     the same plus cross compilers, clang, bpftool and sparse'
+	@echo '                 (off-x86 kernels, i386 programs, the BPF loader; cached)'
 	@echo '  source         fetch and unpack linux-source-$$(KVER) into the cache'
 	@echo '  config         merge and check the kernel config of $$(KCONFIG)'
 	@echo '  kernels        build every flavour in FLAVOURS'
@@ -434,10 +436,13 @@ check-series: kernels
 # exercise may fetch. The rig tests read what the build steps fetched.
 HOST_TESTS = scripts/offline $(PYTHON) -m pytest -q $(PYTEST_V) -m 'not rig' tests/
 
-# The cross build root first: the host tests build the BPF design's loader
-# in it (tests/test_bpf.py), and they run with the network cut.
-test-host: deps
+# The cross build root, made while the network is there: the host tests
+# build the BPF design's loader in it (tests/test_bpf.py) with the network
+# cut, and the i386 rig test (tests/test_offx86.py) its rseq_op_test.
+cross-root: deps
 	$(Q)BUILDROOT=cross kernel-patch/scripts/buildroot.sh path >/dev/null
+
+test-host: deps cross-root
 	$(Q)$(HOST_TESTS)
 
 # make test prints each stage's time against CI_BUDGET (seconds: a cold run
@@ -447,9 +452,9 @@ test-host: deps
 CI_BUDGET ?= 4500
 MAKE_T0 := $(shell date +%s)
 TEST_LOGS = $(CACHE_DIR)/test-logs
-test: deps test-kernels image plugin-header
+test: deps test-kernels cross-root image plugin-header
 	$(Q)mkdir -p "$(TEST_LOGS)"
-	$(Q)STAGE_LOG="$(TEST_LOGS)/stages.txt" scripts/stage-clock "builds (deps, kernels, image, plugin header)" $(MAKE_T0) $(MAKE_T0) $(CI_BUDGET)
+	$(Q)STAGE_LOG="$(TEST_LOGS)/stages.txt" scripts/stage-clock "builds (deps, kernels, cross root, image, plugin header)" $(MAKE_T0) $(MAKE_T0) $(CI_BUDGET)
 	$(Q)t=$$(date +%s); rc=0; $(HOST_TESTS) --durations=10 -rs || rc=$$?; \
 		STAGE_LOG="$(TEST_LOGS)/stages.txt" scripts/stage-clock "host tests" $$t $(MAKE_T0) $(CI_BUDGET); exit $$rc
 	$(Q)t=$$(date +%s); rc=0; \
@@ -466,7 +471,7 @@ test-extra: deps extra-kernels image
 # SOAK_K a pytest -k subset: per test, the rounds that failed. Not part of
 # make test; it needs what make test builds.
 ROUNDS_SOAK = $(if $(filter command line environment,$(origin ROUNDS)),$(ROUNDS),5)
-test-rig-soak: deps test-kernels image plugin-header
+test-rig-soak: deps test-kernels cross-root image plugin-header
 	$(Q)PYTHON=$(PYTHON) scripts/rig-soak --rounds $(ROUNDS_SOAK) $(if $(SOAK_K),--k '$(SOAK_K)') $(if $(filter 0,$(HOG)),--no-hog)
 
 stress: source image
