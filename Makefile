@@ -246,8 +246,8 @@ help:
 	@echo '  cover-perf     the cover letter'"'"'s Performance section from RESULTS'
 	@echo '  cover-letter   kernel-patch/series/0000-cover-letter.patch from'
 	@echo '                 kernel-patch/cover-letter.txt and RESULTS'
-	@echo '  test           all tests: host tests (network cut), kernels, image, plugin'
-	@echo '                 header, guest boots'
+	@echo '  test           the tests: host tests (network cut), kernels, cross root,'
+	@echo '                 image, plugin header, guest boots (but those marked extra)'
 	@echo '  test-kernels   what make test boots: baseline and ops, on the debug'
 	@echo '                 configuration ops and the negative control'
 	@echo '  test-extra     the rig tests make test leaves out (marked extra): they'
@@ -386,9 +386,8 @@ source: deps
 # The source of KVER its prerequisite recorded in the manifest (one look at apt
 # per make config, not two, and the tree the build steps use).
 config: source
-	$(Q)m="$(or $(MANIFEST),$(CACHE_DIR)/manifest)"; \
-		src=$$(sed -n 's|^source_dir/$(KVER)=||p' "$$m" 2>/dev/null | tail -1); \
-		test -n "$$src" || src=$$(sed -n 's/^source_dir=//p' "$$m" 2>/dev/null | tail -1); \
+	$(Q)src=$$(MANIFEST="$(or $(MANIFEST),$(CACHE_DIR)/manifest)" \
+		bash -c '. scripts/common.sh && manifest_source source_dir'); \
 		test -n "$$src" || { echo 'config: no kernel source in the manifest ($(or $(MANIFEST),$(CACHE_DIR)/manifest)): run make source' >&2; exit 2; }; \
 	kernel-patch/scripts/kernel-config.sh "$$src" \
 		"$(CACHE_DIR)/merged-$(TOOLCHAIN)-$(KCONFIG).config" && \
@@ -463,7 +462,7 @@ test: deps test-kernels cross-root image plugin-header
 	$(Q)echo "test: not run here: the rig tests marked extra (the bpf flavour, ppc32): make test-extra"
 
 # The rig tests that need extra-kernels, after what make test builds.
-test-extra: deps extra-kernels image
+test-extra: deps extra-kernels cross-root image
 	$(Q)mkdir -p "$(TEST_LOGS)"
 	$(Q)RIG_SUMMARY="$(TEST_LOGS)/rig-summary-extra.txt" $(PYTHON) -m pytest -q $(PYTEST_V) --durations=5 -rs -m 'rig and extra' tests/
 

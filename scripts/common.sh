@@ -198,7 +198,13 @@ patch_list() {
 base_tag() {
 	local v=${1//\~/_}
 	v=${v//:/%}
-	echo "debian-${v//../.#.}"
+	while [[ $v == *..* ]]; do
+		v=${v//../.#.}
+	done
+	case $v in
+	*. | *.lock) v=$v# ;;
+	esac
+	echo "debian-$v"
 }
 
 # am_series SRC SRCVER WORKTREE PATCH...: the patches applied with git am
@@ -251,10 +257,12 @@ manifest_get() {
 
 # manifest_source source_version|source_dir: the kernel source of series
 # KVER in the manifest (kernel-source.sh records each series' own), or, in
-# a manifest from before it did, the last one fetched. A make with KVER=7.3
-# beside one of 7.2 then never finds the other's source.
+# a manifest from before it did (no such key for any series), the one it
+# has. A make with KVER=7.3 beside one of 7.2 then never finds the other's
+# source, and one for a series never fetched finds none.
 manifest_source() {
-	manifest_get "$1/$KVER" || manifest_get "$1"
+	manifest_get "$1/$KVER" && return
+	! grep -q "^$1/" "$MANIFEST" 2>/dev/null && manifest_get "$1"
 }
 
 # flavour_key KIND FLAVOUR[@TOOLCHAIN]: the manifest key of a flavour's

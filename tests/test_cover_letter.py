@@ -102,6 +102,9 @@ def fake_source(root):
     # trixie-backports' 7.3: git refuses "~" in a ref (DEP-14 mangles it)
     ("7.3.4-1~bpo13+1", "debian-7.3.4-1_bpo13+1"),
     ("1:7.3..4-1", "debian-1%7.3.#.4-1"),
+    ("1:7.3...4-1", "debian-1%7.3.#.#.4-1"),
+    ("7.3.", "debian-7.3.#"),
+    ("7.3.lock", "debian-7.3.lock#"),
 ])
 def test_base_tag_is_a_valid_ref_for_every_debian_version(srcver, tag):
     """The pristine tree's tag, which kernel-source.sh makes and every
@@ -127,6 +130,8 @@ def test_each_kernel_series_finds_its_own_source(tmp_path):
                  "source_version/7.3=7.3.4-1~bpo13+1\n")
     old = tmp_path / "old-manifest"
     old.write_text("source_version=7.2.13-1\n")
+    only72 = tmp_path / "only-7.2"
+    only72.write_text("source_version=7.2.13-1\nsource_version/7.2=7.2.13-1\n")
 
     def key(kver, manifest):
         r = subprocess.run(
@@ -134,11 +139,12 @@ def test_each_kernel_series_finds_its_own_source(tmp_path):
             cwd=TOP, capture_output=True, text=True,
             env=dict(os.environ, KVER=kver, MANIFEST=str(manifest),
                      KCONFIG="default"))
-        assert r.returncode == 0, r.stderr
-        return r.stdout.strip()
+        return r.stdout.strip() if r.returncode == 0 else r.stderr
     assert key("7.2", m) == "kernel/7.2.13-1/trixie/default/ops"
     assert key("7.3", m) == "kernel/7.3.4-1~bpo13+1/trixie/default/ops"
     assert key("7.2", old) == "kernel/7.2.13-1/trixie/default/ops"
+    # A series never fetched is not the other one's.
+    assert "no kernel source in the manifest" in key("7.3", only72)
 
 
 def fake_series(root, src):

@@ -88,7 +88,8 @@ def test_the_cross_root_sparse_is_one_the_tree_accepts():
     takes the cross root's sparse: the tree's scripts/checker-valid.sh
     prints 1 for the sparse in PATH (sid's) and 0 for trixie's 0.6.4,
     which lacks __typeof_unqual__."""
-    src = manifest().get("source_dir")
+    m = manifest()
+    src = m.get("source_dir/" + os.environ.get("KVER", "7.2"), m.get("source_dir"))
     assert src and os.path.isdir(src), "no source in the manifest: make source"
     r = subprocess.run(
         [os.path.join(TOP, "kernel-patch/scripts/buildroot.sh"), "run", "--bind", src, "--",

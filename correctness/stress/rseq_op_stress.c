@@ -52,8 +52,8 @@
  *    "race_register":{"budget_s":5,"rounds":9120,"rounds_drawn":9120,
  *    "time_cut":0},"migrate_signal":{"budget_s":5,"moves":2410,
  *    "moves_drawn":2410,"time_cut":0},"transient_faults":{"budget_s":5,
- *    "rounds":5210,"rounds_drawn":5210,"time_cut":0},"unsupported":{"fault-pageout":
- *    {"runs":9,"why":"no swap: MADV_PAGEOUT leaves anonymous pages in place"}},
+ *    "rounds":5210,"rounds_drawn":5210,"time_cut":0},"unsupported":{
+ *    "fault-pageout":{"runs":9,"why":"no swap: MADV_PAGEOUT leaves anonymous pages in place"}},
  *    "scenarios":{"self-cycle":{"runs":20,"wrong":2,"max_s":1.5,
  *    "exposed":19,"events":0,"unsupported":0,"wrong_how":{"exit 99":2}},...}}
  * (wrong_how: the wrong outcomes by exit status or killing signal; the
@@ -168,7 +168,7 @@ struct report {
 	volatile long fault_round;
 	volatile int fault_step;
 	char unsupported[96];	/* why this kernel cannot cause them: see sc_fault() */
-	char why[512];
+	char why[640];
 };
 
 struct node {
@@ -1317,6 +1317,8 @@ struct disturber {
 	unsigned int seed;	/* the sibling's own: w->seed is the victim's */
 	volatile int stop;
 	volatile long events, tries;
+	/* Odd while the sibling causes an event: see fault_wrong() */
+	unsigned long seq;
 	volatile int err;	/* errno of the last try that failed */
 };
 
@@ -1517,7 +1519,11 @@ static void *disturb(void *arg)
 	struct disturber *d = arg;
 
 	while (!d->stop) {
-		int err = disturb_once(d);
+		int err;
+
+		__atomic_add_fetch(&d->seq, 1, __ATOMIC_SEQ_CST);
+		err = disturb_once(d);
+		__atomic_add_fetch(&d->seq, 1, __ATOMIC_SEQ_CST);
 
 		d->tries++;
 		if (err > 0)
@@ -1671,30 +1677,31 @@ static void vm_moves(long v[3])
 /*
  * The word at @addr read by the kernel on this CPU, through the
  * translation a copy from user memory uses (write() to a pipe: a copy
- * from user mode's address in kernel mode), and through the page table
- * alone (/proc/self/mem: the frame it maps, read through the kernel's own
- * mapping of it, no TLB entry for @addr involved). All ones where a read
- * fails; the CPU numbers around the copy in @cpu.
+ * from user mode's address in kernel mode), into @by_copy, and through
+ * the page table alone (/proc/self/mem: the frame it maps, read through
+ * the kernel's own mapping of it, no TLB entry for @addr involved), into
+ * @by_table: each as text, "failed" where the read failed. The CPU
+ * numbers around the copy in @cpu.
  */
-static void read_back(const void *addr, uint64_t *by_copy, uint64_t *by_table, int cpu[2])
+static void read_back(const void *addr, char by_copy[24], char by_table[24], int cpu[2])
 {
+	uint64_t v;
 	int p[2], fd;
 
-	*by_copy = *by_table = ~0ULL;
+	strcpy(by_copy, "failed");
+	strcpy(by_table, "failed");
 	cpu[0] = sched_getcpu();
 	if (!pipe(p)) {
-		if (write(p[1], addr, sizeof(*by_copy)) != sizeof(*by_copy) ||
-		    read(p[0], by_copy, sizeof(*by_copy)) != sizeof(*by_copy))
-			*by_copy = ~0ULL;
+		if (write(p[1], addr, sizeof(v)) == sizeof(v) && read(p[0], &v, sizeof(v)) == sizeof(v))
+			snprintf(by_copy, 24, "%#llx", (unsigned long long)v);
 		close(p[0]);
 		close(p[1]);
 	}
 	cpu[1] = sched_getcpu();
 	fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		if (pread64(fd, by_table, sizeof(*by_table), (off64_t)(uintptr_t)addr) !=
-		    sizeof(*by_table))
-			*by_table = ~0ULL;
+		if (pread64(fd, &v, sizeof(v), (off64_t)(uintptr_t)addr) == sizeof(v))
+			snprintf(by_table, 24, "%#llx", (unsigned long long)v);
 		close(fd);
 	}
 }
@@ -1703,11 +1710,14 @@ static void read_back(const void *addr, uint64_t *by_copy, uint64_t *by_table, i
  * A word was found set: say what tells the cases apart before giving up.
  * The first one read again three ways, before anything else: by a load
  * from user mode, by the kernel through a copy from user memory on this
- * CPU, and through the page table alone (read_back()). 0 through the
- * page table but set from user mode is a stale translation of user mode;
- * set through the page table but 0 through the copy, a stale one of the
- * kernel's; set all three ways, a store that never reached any frame the
- * page table or a translation names. Then: which words were set (even
+ * CPU, and through the page table alone (read_back()). The readings
+ * count only where this thread did not leave the CPU (a walk would reset
+ * the words) and the sibling caused no event (a drop would) while they
+ * were taken, which the message says. Then 0 through the page table but
+ * set from user mode is a stale translation of user mode; set through
+ * the page table but 0 through the copy, a stale one of the kernel's;
+ * set all three ways, a store that never reached any frame the page
+ * table or a translation names. Then: which words were set (even
  * ones are on the pages MADV_DONTNEED drops), the first one's page frame
  * after the arming and now (a page replaced by a copy in between changes
  * frame and keeps its content), the page moves of the whole system
@@ -1717,12 +1727,13 @@ static void read_back(const void *addr, uint64_t *by_copy, uint64_t *by_table, i
  */
 static void fault_wrong(struct world *w, struct disturber *d, const char *after, int first)
 {
-	uint64_t v = *(volatile uint64_t *)d->word[first], pm, again, by_copy, by_table;
+	unsigned long seq = __atomic_load_n(&d->seq, __ATOMIC_SEQ_CST);
+	long sw = nr_switches(), vm[3];
+	uint64_t v = *(volatile uint64_t *)d->word[first], pm, again;
 	uint64_t set = 0;
 	int nset = 0, even = 0, cpu[2];
-	long sw, vm[3];
-
-	read_back(d->word[first], &by_copy, &by_table, cpu);
+	char by_copy[24], by_table[24];
+	bool quiet;
 
 	for (int i = 0; i < FAULT_WORDS; i++) {
 		if (fault_word_set(d, i)) {
@@ -1731,19 +1742,23 @@ static void fault_wrong(struct world *w, struct disturber *d, const char *after,
 			even += !(i % 2);
 		}
 	}
+	read_back(d->word[first], by_copy, by_table, cpu);
+	quiet = nr_switches() == sw && !(seq & 1) &&
+		__atomic_load_n(&d->seq, __ATOMIC_SEQ_CST) == seq;
 	pm = pagemap_of(d, d->word[first]);
 	vm_moves(vm);
 	sw = nr_switches();
 	for (int i = 0; i < 1000 && nr_switches() == sw; i++)
 		poll(NULL, 0, 1);
 	again = *(volatile uint64_t *)d->word[first];
-	wrong(w, 98, "word %d of %d not reset after a %s: %#llx; read again: by the kernel's "
-	      "copy on CPU %d-%d %#llx, through the page table %#llx; %d set (%d even, mask %#llx); "
+	wrong(w, 98, "word %d of %d not reset after a %s: %#llx; read again (%s): by the kernel's "
+	      "copy on CPU %d-%d %s, through the page table %s; %d set (%d even, mask %#llx); "
 	      "its page after arming %#llx (%ld switches in it), now %#llx; "
 	      "after %ld more switches %#llx; since the victim started: %ld pages migrated, "
 	      "%ld PMDs split, %ld collapsed",
-	      first, FAULT_WORDS, after, (unsigned long long)v, cpu[0], cpu[1],
-	      (unsigned long long)by_copy, (unsigned long long)by_table, nset, even,
+	      first, FAULT_WORDS, after, (unsigned long long)v,
+	      quiet ? "no switch, no event meanwhile" : "not conclusive: a switch or an event meanwhile",
+	      cpu[0], cpu[1], by_copy, by_table, nset, even,
 	      (unsigned long long)set, (unsigned long long)d->pm_arm[fault_page(first)], d->arm_switches,
 	      (unsigned long long)pm, nr_switches() - sw, (unsigned long long)again,
 	      vm[0] - d->vm0[0], vm[1] - d->vm0[1], vm[2] - d->vm0[2]);
