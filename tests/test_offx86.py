@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 import rigreport
-from conftest import TOP, manifest
+from conftest import TOP
 
 
 def tap_lines(path):
@@ -88,8 +88,10 @@ def test_the_cross_root_sparse_is_one_the_tree_accepts():
     takes the cross root's sparse: the tree's scripts/checker-valid.sh
     prints 1 for the sparse in PATH (sid's) and 0 for trixie's 0.6.4,
     which lacks __typeof_unqual__."""
-    m = manifest()
-    src = m.get("source_dir/" + os.environ.get("KVER", "7.2"), m.get("source_dir"))
+    # The build steps' own lookup (common.sh), KVER's source
+    src = subprocess.run(
+        ["bash", "-c", ". scripts/common.sh && manifest_source source_dir"],
+        cwd=TOP, capture_output=True, text=True).stdout.strip()
     assert src and os.path.isdir(src), "no source in the manifest: make source"
     r = subprocess.run(
         [os.path.join(TOP, "kernel-patch/scripts/buildroot.sh"), "run", "--bind", src, "--",
