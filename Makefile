@@ -22,11 +22,10 @@ TOOLCHAIN  ?= trixie
 FLAVOURS   ?= baseline ops
 PLAN       ?= default
 RUNNER     ?= qemu
-RFC_SERIES ?= ../shared/seeds
-V2_SERIES  ?= kernel-patch/v2
-V3_SERIES  ?= kernel-patch/v3
-RESIDENT_SERIES ?= kernel-patch/resident
-BPF_SERIES ?= kernel-patch/bpf
+# Each flavour's series, by default its declaration's
+# (kernel-patch/flavours/<name>.flavour, SERIES=).
+decl_series = $(strip $(shell sed -n 's/^SERIES=//p' kernel-patch/flavours/$(1).flavour))
+$(foreach f,RFC:rfc V2:v2 V3:ops-v3 RESIDENT:resident BPF:bpf,$(if $(filter undefined,$(origin $(firstword $(subst :, ,$(f)))_SERIES)),$(eval $(firstword $(subst :, ,$(f)))_SERIES := $(call decl_series,$(lastword $(subst :, ,$(f)))))))
 ROUNDS     ?= 50
 ARCH_ROUNDS ?= 10
 ARCH_STRESS ?= 60
@@ -80,14 +79,11 @@ ifeq ($(origin STRESS_PROFILE),command line)
 $(error STRESS_PROFILE is now STRESS_KCONFIG (default|debug))
 endif
 
-# make bench boots the plan's flavours unless FLAVOURS is given.
-# The plan is read by common.sh's load_plan only, here as in the scripts.
-PLAN_FLAVOURS = $(shell env -u OPS bash -c '. scripts/common.sh && load_plan "$$1" && echo "$$FLAVOURS"' \
-	bench '$(PLAN)' 2>/dev/null)
+# make bench boots the plan's flavours unless FLAVOURS is given. The plan
+# is read by microbench/plan.py only (below, once, for the goals that need
+# it), here as in the scripts.
 BENCH_FLAVOURS = $(if $(filter command line,$(origin FLAVOURS)),$(FLAVOURS),$(PLAN_FLAVOURS))
 # The plan's latency flavours (KCONFIG=latency kernels), LATENCY wins.
-PLAN_LATENCY = $(shell env -u OPS bash -c '. scripts/common.sh && load_plan "$$1" && echo "$${LATENCY:-}"' \
-	bench '$(PLAN)' 2>/dev/null)
 BENCH_LATENCY = $(if $(filter command line,$(origin LATENCY)),$(LATENCY),$(PLAN_LATENCY))
 LATENCY_FLAVOURS = $(or $(strip $(BENCH_LATENCY)),ops v2)
 
@@ -116,11 +112,20 @@ check_env = KCONFIG=$(call sq,$(KCONFIG)) TOOLCHAIN=$(call sq,$(TOOLCHAIN)) \
 	$(foreach v,$(filter SERIES_%,$(.VARIABLES)),$(v)=$(call sq,$($(v))))
 check_kernels = $(call check,$(check_env) kernel-patch/scripts/kernels.sh --check $(1))
 
-ifneq ($(call goals,plan-check bench bench-kernels kit),)
-# The plan, as common.sh's load_plan reads it; OPS only for make bench,
-# whose scripts would see it.
-$(call check,$(if $(call goals,bench),$(if $(filter command line,$(origin OPS)),OPS=$(call sq,$(OPS))),env -u OPS) \
-	$(check_env) bash -c '. scripts/common.sh && load_plan "$$1"' bench $(call sq,$(PLAN)))
+ifneq ($(call goals,plan-check bench bench-kernels kit latency),)
+# The plan, resolved by microbench/plan.py once: PLAN_FLAVOURS and
+# PLAN_LATENCY. The plan's variables given to make are checked with it;
+# OPS only for make bench, whose scripts would see it.
+plan_vars = FLAVOURS SWEEP LOOPS PREEMPT_LOOPS SAMPLES WARMUP BENCHES TYPES BOOTS PERF_BENCH LATENCY
+PLAN_MK := $(shell $(if $(call goals,bench),$(if $(filter command line,$(origin OPS)),OPS=$(call sq,$(OPS))),env -u OPS) \
+	$(foreach v,$(plan_vars),$(if $(filter command line,$(origin $(v))),$(v)=$(call sq,$($(v))))) \
+	$(PYTHON) microbench/plan.py make $(call sq,$(PLAN)) 2>&1)
+$(call check_status,$(PLAN_MK))
+define newline
+
+
+endef
+$(eval $(subst ;;,$(newline),$(PLAN_MK)))
 endif
 ifneq ($(filter-out qemu native,$(RUNNER))$(filter-out 1,$(words $(RUNNER))),)
 $(error RUNNER='$(RUNNER)': want qemu (boot the plan's kernels under QEMU) or native (the kernel this machine runs))

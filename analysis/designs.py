@@ -20,12 +20,30 @@ designs_report renders its section (designs_lines), opbench_plots its plot
 import opbench_stats as st
 from cross_checks import WALK_BENCHES, diff_per_walk, group
 
-# Flavour, and how the report names it.
-DESIGNS = (("ops", "series v3, kept in the kernel"),
-           ("v2", "series v2, walks the user list"),
-           ("resident", "kernel-resident variant of v2"),
-           ("rfc", "RFC as posted"),
-           ("bpf", "BPF program at the same exit point"))
+# The designs, their names and colours, as a run made before the run
+# index (microbench/plan.py) named them; a run with an index carries the
+# flavours' declarations (kernel-patch/flavours/), and those say.
+LEGACY_DESIGNS = (("ops", "series v3, kept in the kernel"),
+                  ("v2", "series v2, walks the user list"),
+                  ("resident", "kernel-resident variant of v2"),
+                  ("rfc", "RFC as posted"),
+                  ("bpf", "BPF program at the same exit point"))
+LEGACY_COLOURS = {"ops": "tab:blue", "v2": "tab:orange",
+                  "resident": "tab:green", "rfc": "tab:red"}
+
+
+def designs_of(decls):
+    """((flavour, name), ...) in the order of their DESIGN rank, and
+    {flavour: colour}: from the run's declarations, or the legacy tables
+    for a run without them."""
+    if not decls:
+        return LEGACY_DESIGNS, dict(LEGACY_COLOURS)
+    ds = sorted((d["design"], f) for f, d in decls.items()
+                if d.get("design"))
+    return (tuple((f, decls[f].get("label", f)) for _, f in ds),
+            {f: d["colour"] for f, d in decls.items() if d.get("colour")})
+
+
 # The bpf flavour's N = 0 cells measured before its program was loaded
 # (guest-bench.sh, opbench_io._variant_boots): a thread that does not use
 # the hook, and one that opted in with no program attached.
@@ -56,10 +74,12 @@ def analyse(a, compare=None):
     if compare is None:
         def compare(m_ref, m, key):
             return st.compare_slopes(m_ref, m)
-    fls = [f for f, _ in DESIGNS if f in a["flavours"]]
+    designs, colours = designs_of(a.get("flavour_decls"))
+    fls = [f for f, _ in designs if f in a["flavours"]]
     if ANCHOR not in fls or len(fls) < 2:
         return None
-    out = {"flavours": fls, "names": dict(DESIGNS + BPF_VARIANTS), "slopes": [],
+    out = {"flavours": fls, "names": dict(designs + BPF_VARIANTS),
+           "colours": colours, "slopes": [],
            "ratios": [], "zero": [], "stretch": [], "register": [],
            "missing": [],
            "loops": a.get("walker_loops", {}), "target": TARGET_RATIO}

@@ -117,7 +117,10 @@ def rounds_of(run):
     round (i - 1) // flavours, whatever boots are missing; a merged run
     writes each boot's round beside it (boot_rounds). A run without
     that order (or one that disagrees with its boot directories) counts
-    the boots of each flavour before it instead."""
+    the boots of each flavour before it instead. A run with an index
+    (microbench/plan.py's boots.jsonl) names each boot's round."""
+    if run["boots"] and all("round" in b for b in run["boots"]):
+        return {b["index"]: b["round"] for b in run["boots"]}
     order = run["provenance"].get("boot_order", "").split()
     nfl = len(set(order))
     # A variant of a boot (opbench_io._variant_boots) is in its round.
@@ -347,7 +350,9 @@ def analyse(run):
         out["latency"] = latency.analyse(run.get("latency", []), accel)
     except ResultsError as e:
         out["latency"] = {"error": str(e)}
-    # The designs' slopes compared as the run's unit allows.
+    # The designs' slopes compared as the run's unit allows; the designs
+    # are the flavours the run's index declares (designs.designs_of).
+    out["flavour_decls"] = (run.get("index") or {}).get("flavour_decls")
     out["designs"] = designs.analyse(
         out, lambda m_ref, m, key: compare_kernel_slopes(pool, rounds,
                                                          m_ref, m, key))

@@ -5,6 +5,9 @@ Input, as microbench/bench-run.sh writes it:
     results/<date>-<label>/provenance            key=value, the run
     results/<date>-<label>/manifest              key=value, what was built
     results/<date>-<label>/INCOMPLETE            present while a run is cut
+    results/<date>-<label>/run.json, boots.jsonl  the run's index, as
+                            microbench/plan.py planned it (runs made before
+                            it have none: their boots are found by name)
     results/<date>-<label>/boot-<i>-<flavour>/
                             (rep-<i>-<label>/ in a native run, made by
                             microbench/native-run.sh: one repetition on the
@@ -303,6 +306,28 @@ def read_json(path):
             raise ResultsError("%s: not JSON (%s)" % (path, e))
 
 
+# What a boot's line in boots.jsonl adds to the boot (microbench/plan.py).
+INDEX_KEYS = ("round", "seed", "host", "target")
+
+
+def read_index(rdir):
+    """The run's index, {"run": run.json's object, "boots": boots.jsonl's
+    lines}, as microbench/plan.py writes it; None for a run made before
+    the index (its boots are found by their directories)."""
+    bj = os.path.join(rdir, "boots.jsonl")
+    if not os.path.exists(bj):
+        return None
+    boots = read_records(bj)
+    for i, e in enumerate(boots, 1):
+        missing = [k for k in ("dir",) + INDEX_KEYS if k not in e]
+        if missing or not BOOT_RE.match(str(e.get("dir", ""))):
+            raise ResultsError("%s:%d: a boot without %s: not written by "
+                               "microbench/plan.py" % (
+                                   bj, i, ", ".join(missing) or
+                                   "a boot-<n>-<flavour> directory"))
+    return {"run": read_json(os.path.join(rdir, "run.json")), "boots": boots}
+
+
 def _boot(d, m):
     rec = os.path.join(d, "opbench.json")
     tcm = os.path.join(d, "tcmodel.json")
@@ -345,8 +370,19 @@ def load(rdir):
         raise ResultsError("%s is not a directory; give a results/<date>-"
                            "<label>/ directory written by make bench" % rdir)
     boots = []
-    for d in sorted(glob.glob(os.path.join(rdir, "boot-*")) +
-                    glob.glob(os.path.join(rdir, "rep-*"))):
+    index = read_index(rdir)
+    if index is not None:
+        # The run's index (microbench/plan.py): the boots it planned, each
+        # with its round, seed, host and target; a boot that left no
+        # directory is there with no records.
+        for e in index["boots"]:
+            d = os.path.join(rdir, e["dir"])
+            m = BOOT_RE.match(e["dir"])
+            boots.append(dict(_boot(d, m), **{k: e[k] for k in INDEX_KEYS}))
+            boots += _variant_boots(boots[-1], d)
+    for d in ([] if index is not None else
+              sorted(glob.glob(os.path.join(rdir, "boot-*")) +
+                     glob.glob(os.path.join(rdir, "rep-*")))):
         m = BOOT_RE.match(os.path.basename(d))
         if m and os.path.isdir(d):
             boots.append(_boot(d, m))
@@ -360,7 +396,9 @@ def load(rdir):
         raise ResultsError("%s: no boot produced records; see the boots' "
                            "console.log and opbench.log" % rdir)
     return {"dir": os.path.abspath(rdir), "name": os.path.basename(
-        os.path.abspath(rdir)), "provenance": read_kv(
+        os.path.abspath(rdir)),
+            "index": index["run"] if index is not None else None,
+            "provenance": read_kv(
             os.path.join(rdir, "provenance")), "boots": boots,
             "manifest": read_kv(os.path.join(rdir, "manifest")),
             "incomplete": (read_kv(os.path.join(rdir, INCOMPLETE))

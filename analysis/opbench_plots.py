@@ -394,10 +394,6 @@ def tcmalloc_events(t, a, outdir):
     return save(fig, outdir, "tcmalloc-events")
 
 
-DESIGN_COLOURS = {"ops": "tab:blue", "v2": "tab:orange",
-                  "resident": "tab:green", "rfc": "tab:red"}
-
-
 def design_slopes(d, a, outdir):
     """The three designs: the walk's slope per operation per walk for each
     benchmark, with intervals, and the registration round trip against the
@@ -424,7 +420,7 @@ def design_slopes(d, a, outdir):
             hi.append(c[1] - v)
         pos = x + (i - (len(d["flavours"]) - 1) / 2) * width
         ax.bar(pos, vals, width, yerr=[lo, hi], capsize=3,
-               color=DESIGN_COLOURS.get(fl), label="%s (%s)" % (
+               color=d.get("colours", {}).get(fl), label="%s (%s)" % (
                    fl, d["names"][fl]))
         for p, v in zip(pos, vals):
             if not np.isnan(v):
@@ -433,7 +429,7 @@ def design_slopes(d, a, outdir):
             else:
                 ax.annotate("no\nslope", (p, 0), textcoords="offset points",
                             xytext=(0, 3), ha="center", fontsize=6,
-                            color=DESIGN_COLOURS.get(fl))
+                            color=d.get("colours", {}).get(fl))
     ax.set_xticks(x)
     ax.set_xticklabels(benches)
     ax.set_ylabel("%s per operation per walk" % a["unit"])
@@ -447,7 +443,7 @@ def design_slopes(d, a, outdir):
             ns = [c["nr_ops"] for c in r["cells"]]
             vals = [c["value"] for c in r["cells"]]
             ax.plot([max(n, 0.5) for n in ns], vals, marker=marker(j),
-                    color=DESIGN_COLOURS.get(r["flavour"]),
+                    color=d.get("colours", {}).get(r["flavour"]),
                     label=r["flavour"])
         ax.set_xscale("log", base=2)
         ax.set_xlabel("operations held (N; N = 0 drawn at 0.5)")

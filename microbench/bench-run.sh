@@ -23,8 +23,11 @@
 # 1. Benchmarks: each flavour boots BOOTS times; the boots go in rounds,
 #    each round every flavour once in an order drawn from SEED, so that a
 #    drift of the host shows up as a difference between boots of one
-#    flavour, not between flavours. Each boot runs its cells in an order
-#    drawn from SEED and the boot's number, in a directory of its own
+#    flavour, not between flavours. microbench/plan.py draws them and
+#    writes the run's index: run.json (the plan resolved), boots.jsonl
+#    (each boot's number, round, flavour, seed, target and cells) and
+#    plan/boot-<n>.cells. Each boot runs its cells in an order drawn from
+#    SEED and the boot's number, in a directory of its own
 #      results/<UTC date>-<label>/boot-<n>-<flavour>/
 #    (vm-images/guest-run: console log, launcher record, kernel
 #    provenance, commands, kernel problems) with the raw records and the
@@ -62,27 +65,14 @@ native)
 *) die "RUNNER='$runner' is unknown: qemu (boot the plan's kernels) or native (the kernel this machine runs)" ;;
 esac
 # The boot is the unit of the statistics: each flavour boots BOOTS times,
-# in rounds of every flavour once, each round's order shuffled from SEED.
+# in rounds of every flavour once, each round's order drawn from SEED by
+# microbench/plan.py, which writes the run's index (run.json, boots.jsonl)
+# once the run's directory is made.
 boots=${BOOTS:-5}
-if ! [[ "$boots" =~ ^[0-9]+$ ]] || [ "$boots" -lt 1 ]; then
-	die "BOOTS='$boots': want a number of boots per flavour, at least 1 (3 or more for the A/A floor)"
-fi
 seed=${SEED:-$(( $(date +%s) % 1000000 + 1 ))}
 if ! [[ "$seed" =~ ^[0-9]+$ ]] || [ "$seed" -lt 1 ]; then
 	die "SEED='$seed': want a positive integer (it orders the boots and the cells, and is recorded)"
 fi
-RANDOM=$seed
-order=()
-for ((r = 0; r < boots; r++)); do
-	round=("${fl[@]}")
-	for ((i = ${#round[@]} - 1; i > 0; i--)); do
-		j=$((RANDOM % (i + 1)))
-		t=${round[i]}
-		round[i]=${round[j]}
-		round[j]=$t
-	done
-	order+=("${round[@]}")
-done
 
 # Everything is resolved from the run manifest before the first boot: a
 # missing flavour or image stops the run here, not half-way through.
@@ -122,6 +112,18 @@ out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "$label")
 # report takes it unnamed. A SIGINT or SIGTERM says so in the marker, with
 # the step it stopped.
 echo "started=$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$out/INCOMPLETE"
+# The run's index: one line per boot, "<n> <flavour> <seed> <cells file>".
+order=() bseed=() bcells=()
+if [ "$runner" = qemu ]; then
+	idx=$(FLAVOURS="${fl[*]}" BOOTS=$boots "$PYTHON" "$TOPDIR/microbench/plan.py" \
+		index "$plan" "$out" --seed "$seed" --runner qemu --accel "$accel" 2>&1) ||
+		die "planning the run in $out failed: $idx"
+	while read -r _ f s c; do
+		order+=("$f")
+		bseed+=("$s")
+		bcells+=("$c")
+	done <<< "$idx"
+fi
 stage=benchmarks
 # The long children (boots, tracing) run in the background and are waited
 # for: bash runs a trap only once its foreground child has ended, and a
@@ -196,6 +198,10 @@ else
 	STATIC=1 guest_programs "$out/bin" opbench tcmodel
 	cp "$TOPDIR/microbench/native-run.sh" "$TOPDIR/microbench/guest-bench.sh" \
 		"$TOPDIR/scripts/host-state.sh" "$out/bin/"
+	# The plan's cells, in its order: native-run.sh draws each
+	# repetition's order from its seed.
+	"$PYTHON" "$TOPDIR/microbench/plan.py" cells "$plan" > "$out/bin/plan.cells" ||
+		die "planning the cells of plan $plan failed"
 fi
 # The run's own manifest: what the build steps made, and the benchmark
 # binaries every boot of this run ran.
@@ -283,10 +289,9 @@ for i in "${!order[@]}"; do
 	waited "$TOPDIR/vm-images/guest-run" --flavour "$f" --out "$d" --accel "$accel" \
 		--timeout "${BOOT_TIMEOUT:-5400}" \
 		--copy "$out/bin/opbench" --copy "$out/bin/tcmodel" "${bpfcopy[@]}" \
-		--copy "$TOPDIR/microbench/guest-bench.sh" \
-		-- env SWEEP="$SWEEP" LOOPS="$LOOPS" PREEMPT_LOOPS="$PREEMPT_LOOPS" \
-		SAMPLES="$SAMPLES" WARMUP="$WARMUP" \
-		BENCHES="$BENCHES" TYPES="$TYPES" SEED=$((seed + i + 1)) \
+		--copy "$TOPDIR/microbench/guest-bench.sh" --copy "${bcells[$i]}" \
+		-- env CELLS="$(basename "${bcells[$i]}")" LOOPS="$LOOPS" PREEMPT_LOOPS="$PREEMPT_LOOPS" \
+		SAMPLES="$SAMPLES" WARMUP="$WARMUP" SEED="${bseed[$i]}" \
 		PERF_BENCH="${PERF_BENCH:-0}" TCM_LOOPS="${TCM_LOOPS:-}" \
 		EXTRA="-f $f ${EXTRA:-}" TCM_EXTRA="-f $f" ./guest-bench.sh > "$d/guest-stdout.txt" || st=$?
 	case $st in

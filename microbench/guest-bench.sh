@@ -3,18 +3,17 @@
 # guest-bench.sh - run inside the guest: the opbench cells of one boot.
 #
 # Run by microbench/bench-run.sh from the shared directory, with:
-#   SWEEP="0,1,2048"  BENCHES="syscall switch ..."  LOOPS=..  SAMPLES=..  WARMUP=..
-#   PREEMPT_LOOPS=..  (preempt: wake-ups per sample; default LOOPS)
-#   A benchmark may be written NAME[:VARIANT][@N,N,...]: VARIANT is
-#   scattered (--layout scattered), waker-ops (preempt --waker-ops), or
-#   legacy or glibc (the rseq area: --reg), and @N,... replaces SWEEP for it
-#   (preempt:waker-ops@0,256,2048, switch:glibc@0,1).
-#   The word tcmalloc runs tcmodel, the TCMalloc model, in both modes
-#   (legacy, ops) into tcmodel.json: TCM_LOOPS iterations per sample
-#   (default LOOPS), PREEMPT_LOOPS preemptions, SAMPLES, WARMUP.
-#   TYPES="null ..."  EXTRA="..."   (opbench options; TYPES empty: each
-#   benchmark's own default type, from opbench --list)
-#   SEED=n  the order of benchmarks and of N within each (0: as given)
+#   CELLS=FILE  the boot's cells, one line each, run in the file's order
+#   (microbench/plan.py writes them; it alone reads plans and benchmark
+#   words): "WORD BENCH OPS TYPE [OPBENCH OPTION...]" runs opbench BENCH
+#   at N in OPS with type TYPE (default: the benchmark's own, opbench
+#   --list) and the options (a word's variant); "tcmalloc ..." runs tcmodel,
+#   the TCMalloc model, in both modes (legacy, ops) into tcmodel.json:
+#   TCM_LOOPS iterations per sample (default LOOPS), PREEMPT_LOOPS
+#   preemptions, SAMPLES, WARMUP.
+#   LOOPS=..  SAMPLES=..  WARMUP=..  PREEMPT_LOOPS=..  (preempt: wake-ups
+#   per sample; default LOOPS)   EXTRA="..."   (more opbench options)
+#   SEED=n  opbench's order of N within each cell, and recorded
 #   PERF_BENCH=1  also run perf bench syscall basic and sched pipe -T
 #   NATIVE=1  run on the host's own kernel (microbench/native-run.sh):
 #   no CPU is taken offline, preempt runs where CPUOPT says (default: the
@@ -28,7 +27,12 @@
 # correctness gates failed (those cells are recorded as invalid); 1 when an
 # opbench run failed otherwise (crash, bad usage).
 set -u
-: "${SWEEP:?} ${LOOPS:?} ${SAMPLES:?} ${WARMUP:?} ${BENCHES:?}"
+: "${CELLS:?CELLS names the file of the cells of the boot (microbench/plan.py)}"
+: "${LOOPS:?} ${SAMPLES:?} ${WARMUP:?}"
+if [ ! -r "$CELLS" ]; then
+	echo "guest-bench: CELLS=$CELLS: no such file (microbench/plan.py writes it)" >&2
+	exit 1
+fi
 rc=0
 seed=${SEED:-0}
 {
@@ -64,12 +68,6 @@ alone="-c 0"
 opbench=${OPBENCH:-./opbench}
 tcmodel=${TCMODEL:-./tcmodel}
 
-# The benchmarks in an order drawn from the seed (awk's srand), so that no
-# benchmark always runs first in a boot.
-order=$(for b in $BENCHES; do echo "$b"; done |
-	awk -v s="$seed" 'BEGIN { srand(s) } { printf "%.9f %s\n", (s ? rand() : NR), $0 }' |
-	sort -n | cut -d' ' -f2)
-
 # account STATUS WHAT: fold one program's exit status into rc. 1 is a
 # failed gate (recorded; the analysis drops those cells): rc 3 unless
 # something worse happened; any other failure makes rc 1.
@@ -104,48 +102,26 @@ tcmalloc() {
 	done
 }
 
-# run_word WORD OUT [OPS] [OPTION...]: the cells of one benchmark word into
-# OUT, with N from OPS (default: the word's own, or SWEEP) and more opbench
-# options.
-run_word() {
-	word=$1 out=$2 ops=${3:-}
-	shift 3
-	b=${word%%[:@]*}
-	variant=
-	case $word in *:*) variant=${word#*:}; variant=${variant%%@*} ;; esac
-	if [ -z "$ops" ]; then
-		ops=$SWEEP
-		case $word in *@*) ops=${word#*@} ;; esac
+# run_cell OUT WORD BENCH OPS TYPE [OPTION...]: one cell into OUT.
+run_cell() {
+	out=$1 word=$2 b=$3 ops=$4 t=$5
+	shift 5
+	topt=
+	cpuopt=
+	loops=$LOOPS
+	[ "$t" = default ] || topt="-t $t"
+	if [ "$b" = preempt ]; then
+		cpus_online 0
+		cpuopt=$alone
+		loops=${PREEMPT_LOOPS:-$LOOPS}
 	fi
-	case $variant in
-	"") vopt= ;;
-	scattered) vopt="--layout scattered" ;;
-	waker-ops) vopt="--waker-ops" ;;
-	legacy | glibc) vopt="--reg $variant" ;;
-	*)
-		echo "guest-bench: $word: unknown variant '$variant' (scattered, waker-ops, legacy, glibc)" >&2
-		rc=1
-		return
-		;;
-	esac
-	for t in ${TYPES:-default}; do
-		topt=
-		cpuopt=
-		loops=$LOOPS
-		[ "$t" = default ] || topt="-t $t"
-		if [ "$b" = preempt ]; then
-			cpus_online 0
-			cpuopt=$alone
-			loops=${PREEMPT_LOOPS:-$LOOPS}
-		fi
-		echo "guest-bench: $word type $t ops $ops $*" >&2
-		# shellcheck disable=SC2086 # the options are lists
-		"$opbench" -n "$ops" $topt $cpuopt $vopt -l "$loops" -s "$SAMPLES" -w "$WARMUP" \
-			--seed "$seed" ${EXTRA:-} "$@" "$b" >> "$out" 2>> opbench.log
-		st=$?
-		[ "$b" = preempt ] && cpus_online 1
-		account $st "opbench $b"
-	done
+	echo "guest-bench: $word type $t ops $ops $*" >&2
+	# shellcheck disable=SC2086 # the options are lists
+	"$opbench" -n "$ops" $topt $cpuopt -l "$loops" -s "$SAMPLES" -w "$WARMUP" \
+		--seed "$seed" ${EXTRA:-} "$@" "$b" >> "$out" 2>> opbench.log
+	st=$?
+	[ "$b" = preempt ] && cpus_online 1
+	account $st "opbench $b"
 }
 
 # The BPF design (the bpf flavour; bench-run.sh copies its loader here).
@@ -159,11 +135,13 @@ run_word() {
 # program runs and finds no operation.
 bpf_via=
 if [ -x ./rseq-bpf-ops ]; then
-	for word in $order; do
+	while read -r word b ops t opts <&3; do
 		case $word in switch | signal | preempt) ;; *) continue ;; esac
-		run_word "$word" bpf-zero.json 0 -f bpf-unused
-		run_word "$word" bpf-zero.json 0 -f bpf-noprog --via bpf
-	done
+		# shellcheck disable=SC2086 # a list of options
+		run_cell bpf-zero.json "$word" "$b" 0 "$t" $opts -f bpf-unused
+		# shellcheck disable=SC2086
+		run_cell bpf-zero.json "$word" "$b" 0 "$t" $opts -f bpf-noprog --via bpf
+	done 3< "$CELLS"
 	{
 		echo "== rseq-bpf-ops load"
 		./rseq-bpf-ops load
@@ -177,14 +155,14 @@ if [ -x ./rseq-bpf-ops ]; then
 	bpf_via="--via bpf"
 fi
 
-for word in $order; do
-	if [ "$word" = tcmalloc ]; then
+while read -r word b ops t opts <&3; do
+	if [ "$b" = tcmalloc ]; then
 		tcmalloc
 		continue
 	fi
-	# shellcheck disable=SC2086 # empty or one option
-	run_word "$word" opbench.json "" $bpf_via
-done
+	# shellcheck disable=SC2086 # lists of options
+	run_cell opbench.json "$word" "$b" "$ops" "$t" $opts $bpf_via
+done 3< "$CELLS"
 if [ -n "$bpf_via" ]; then
 	{
 		echo "== rseq-bpf-ops status"

@@ -9,7 +9,9 @@
 #               and the runner's scripts (native-run.sh, guest-bench.sh,
 #               host-state.sh): POSIX sh, coreutils, awk, sed, grep and
 #               gzip, as any distribution or busybox has them
-#   plan.env    the plan PLAN, resolved (a variable set when run wins)
+#   plan.env    the plan PLAN, resolved (a variable set when run wins,
+#               but for the cells' SWEEP, BENCHES and TYPES)
+#   bin/plan.cells  the plan's cells (microbench/plan.py)
 #   run.sh      the entry point: sh run.sh [RESULTS-DIR], as root
 #   provenance  what made the kit (project commit, plan, binaries' hashes)
 #   README      what to do on the test box, and how the results come back
@@ -34,16 +36,29 @@ log "building the static programs in the build root"
 STATIC=1 guest_programs "$k/bin" opbench tcmodel
 cp "$TOPDIR/microbench/native-run.sh" "$TOPDIR/microbench/guest-bench.sh" \
 	"$TOPDIR/scripts/host-state.sh" "$k/bin/"
+# The plan's cells (microbench/plan.py): what each repetition runs, in an
+# order native-run.sh draws.
+"$PYTHON" "$TOPDIR/microbench/plan.py" cells "$plan" > "$k/bin/plan.cells" ||
+	die "planning the cells of plan $plan failed"
 
 # The plan: each line sets its variable unless the caller did; BOOTS is
 # the number of repetitions (REPS) here.
 {
 	echo "# The plan '$plan' (${PLAN_FILE#"$TOPDIR"/}) as the kit was made;"
-	echo "# a variable set in the environment wins over its line."
+	echo "# a variable set in the environment wins over its line, but for"
+	echo "# SWEEP, BENCHES and TYPES, planned into bin/plan.cells."
 	for v in $PLAN_VARS; do
-		[ "$v" = BOOTS ] && continue
-		[ "$v" = FLAVOURS ] && continue
-		printf ': "${%s=%s}"\n' "$v" "${!v-}"
+		case $v in
+		BOOTS | FLAVOURS) continue ;;
+		# Planned into bin/plan.cells when the kit was made: recorded,
+		# and another value in the environment is refused.
+		SWEEP | BENCHES | TYPES)
+			printf 'if [ -n "${%s+x}" ] && [ "$%s" != %s ]; then\n' "$v" "$v" "'${!v-}'"
+			printf '\techo "plan.env: %s is planned into bin/plan.cells when the kit is made (%s=%s here): make kit %s=... for another" >&2\n' "$v" "$v" "'${!v-}'" "$v"
+			printf '\texit 2\nfi\n%s=%s\n' "$v" "'${!v-}'"
+			;;
+		*) printf ': "${%s=%s}"\n' "$v" "${!v-}" ;;
+		esac
 		echo "export $v"
 	done
 	printf ': "${REPS=%s}"\nexport REPS\n' "$BOOTS"
@@ -102,7 +117,9 @@ loaded into the kernel or taken offline.
        sh run.sh                       # results-<host>-<release>-<date>/
    A variable set in the environment overrides the plan (plan.env):
    REPS=10 for more repetitions, AA=1 to compare the kernel with itself,
-   CPU=3 to pin the measured thread, SEED=n to repeat an order.
+   CPU=3 to pin the measured thread, SEED=n to repeat an order. The
+   cells (BENCHES, SWEEP, TYPES) were planned when the kit was made
+   (bin/plan.cells): make kit BENCHES=... SWEEP=... for others.
    bin/host-state.sh --advice says what of the machine's state moves
    time (governor, turbo, SMT, isolated CPUs, THP, ...); the run records
    that state.

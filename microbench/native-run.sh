@@ -10,13 +10,16 @@
 #           (make bench RUNNER=native); an earlier run is never reused.
 # Env:    SWEEP LOOPS PREEMPT_LOOPS SAMPLES WARMUP BENCHES TYPES PERF_BENCH
 #         (the plan, as make bench passes them or the kit's plan.env sets
+#         them; SWEEP, BENCHES and TYPES are recorded, the cells
+#         themselves are PLAN_CELLS, which microbench/plan.py wrote from
 #         them); REPS (repetitions per label, default 5), SEED (default:
 #         drawn, recorded), AA=1 (A/A: every repetition of the running
 #         kernel is labelled, in turn, "<label>" or "<label>2", the
 #         analysis compares the two), CPU (the measured CPU; default the
 #         last one allowed), REP_TIMEOUT (seconds, default 3600), BIN (the
-#         directory holding opbench, tcmodel, guest-bench.sh and
-#         host-state.sh; default this script's).
+#         directory holding opbench, tcmodel, guest-bench.sh,
+#         host-state.sh and plan.cells; default this script's),
+#         PLAN_CELLS (another file of cells than BIN/plan.cells).
 #
 # The kernel: one that this project built and packaged (make deb) carries
 # /boot/opbench-provenance-<release> (BOOT_DIR: another directory than
@@ -51,6 +54,8 @@ bin=${BIN:-$(dirname "$0")}
 for p in opbench tcmodel guest-bench.sh host-state.sh; do
 	[ -r "$bin/$p" ] || die "$bin/$p is missing: BIN must name the directory of the benchmark programs (make kit puts them in the kit's bin/)"
 done
+cells=${PLAN_CELLS:-$bin/plan.cells}
+[ -r "$cells" ] || die "$cells is missing: the plan's cells, as microbench/plan.py cells PLAN writes them (make kit puts them in the kit's bin/)"
 bin=$(cd "$bin" && pwd)	# each repetition runs in its own directory
 : "${SWEEP:?SWEEP is unset: set the plan (the kit: . ./plan.env)}"
 : "${LOOPS:?} ${SAMPLES:?} ${WARMUP:?} ${BENCHES:?}"
@@ -157,13 +162,18 @@ for f in $order; do
 		"$rel" "$f" "$([ "$f" = "$label" ] && echo true || echo false)" \
 		"$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$tmo" > "$d/native.json"
 	log "[repetition $i/$n] $f"
+	# The plan's cells (microbench/plan.py) in an order drawn from the
+	# repetition's seed, every type of one word together.
+	awk -v s=$((seed + i)) 'BEGIN { srand(s) }
+		$1 != w { w = $1; k = rand() }
+		{ printf "%.9f %06d %s\n", k, NR, $0 }' "$cells" |
+		sort -k1,1n -k2,2n | cut -d' ' -f3- > "$d/cells"
 	st=0
 	# The guest's payload as it is, run here: NATIVE=1 keeps every CPU
 	# online; the binaries are the run's own.
 	(cd "$d" && exec env NATIVE=1 OPBENCH="$bin/opbench" TCMODEL="$bin/tcmodel" \
-		SWEEP="$SWEEP" LOOPS="$LOOPS" PREEMPT_LOOPS="${PREEMPT_LOOPS:-}" \
-		SAMPLES="$SAMPLES" WARMUP="$WARMUP" BENCHES="$BENCHES" TYPES="${TYPES:-}" \
-		SEED=$((seed + i)) PERF_BENCH="${PERF_BENCH:-0}" TCM_LOOPS="${TCM_LOOPS:-}" \
+		CELLS=cells LOOPS="$LOOPS" PREEMPT_LOOPS="${PREEMPT_LOOPS:-}" \
+		SAMPLES="$SAMPLES" WARMUP="$WARMUP" SEED=$((seed + i)) PERF_BENCH="${PERF_BENCH:-0}" TCM_LOOPS="${TCM_LOOPS:-}" \
 		CPUOPT="$cpuopt" EXTRA="-f $f $cpuopt ${EXTRA:-}" TCM_EXTRA="-f $f $cpuopt" \
 		timeout -k 10 "$tmo" sh "$bin/guest-bench.sh" > "$d/guest-stdout.txt") || st=$?
 	case $st in

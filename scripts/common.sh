@@ -131,37 +131,47 @@ split_flavour() {
 		die "flavour name '$FLAVOUR_NAME' may only hold letters, digits, - and _"
 }
 
+# flavour_get NAME KEY: KEY of the flavour's declaration,
+# kernel-patch/flavours/NAME.flavour (see the README there); empty when
+# the flavour has no file or the file does not set KEY. NAME may carry
+# @TOOLCHAIN.
+FLAVOUR_KEYS="SERIES FIXED EXTRA SEMANTICS DESIGN LABEL COLOUR"
+flavour_get() {
+	local f=$TOPDIR/kernel-patch/flavours/${1%@*}.flavour
+	[ -f "$f" ] || return 0
+	(
+		# shellcheck disable=SC2086 # the list of keys
+		unset $FLAVOUR_KEYS
+		# shellcheck source=/dev/null
+		. "$f"
+		echo "${!2:-}"
+	)
+}
+
 # flavour_series NAME: the series a flavour is built from when none is
 # named, the same for every target: SERIES_<name> (make sets SERIES_rfc
-# from RFC_SERIES, SERIES_v2 from V2_SERIES, SERIES_ops_v3 from V3_SERIES
-# and SERIES_resident from RESIDENT_SERIES), and without it
-# kernel-patch/v2/ for v2 (our series v2, which walks the list in user
-# memory), kernel-patch/v3/ for ops-v3 (series v3 as posted, whose fault
-# rule killed valid destinations: what v4 is compared with), kernel-patch/resident/ for
-# resident (v2 plus the patches that first kept the operations in the
-# kernel), and kernel-patch/bpf/ for bpf (a hook for BPF programs where
-# the series applies operations). Empty for baseline, ops and control (kernel-build.sh knows
-# theirs) and for a name with no series.
+# from RFC_SERIES, SERIES_v2 from V2_SERIES, SERIES_ops_v3 from V3_SERIES,
+# SERIES_resident from RESIDENT_SERIES and SERIES_bpf from BPF_SERIES when
+# they are given), unless the declaration says FIXED=1, and else its
+# declaration's SERIES; empty for a flavour with neither (baseline).
 flavour_series() {
-	local var=SERIES_${1//-/_}
-	case $1 in
-	v2) echo "${!var:-$TOPDIR/kernel-patch/v2}" ;;
-	ops-v3) echo "${!var:-$TOPDIR/kernel-patch/v3}" ;;
-	resident) echo "${!var:-$TOPDIR/kernel-patch/resident}" ;;
-	bpf) echo "${!var:-$TOPDIR/kernel-patch/bpf}" ;;
-	*) echo "${!var:-}" ;;
-	esac
+	local var=SERIES_${1//-/_} s
+	if [ "$(flavour_get "$1" FIXED)" != 1 ] && [ -n "${!var:-}" ]; then
+		echo "${!var}"
+		return
+	fi
+	s=$(flavour_get "$1" SERIES)
+	[ -z "$s" ] || echo "$TOPDIR/$s"
 }
 
 # op_semantics FLAVOUR: how a flavour treats a registered node: "resident"
-# (read once at registration, later writes ignored: ops, i.e. series v3,
-# its control, and the resident variant) or "list" (re-read at every walk:
-# v2 and the RFC as posted). A flavour of another name is taken as ops'.
+# (read once at registration, later writes ignored) or "list" (re-read at
+# every walk), as its declaration says; a flavour without one is taken
+# as ops'.
 op_semantics() {
-	case ${1%@*} in
-	v2 | rfc) echo list ;;
-	*) echo resident ;;
-	esac
+	local s
+	s=$(flavour_get "$1" SEMANTICS)
+	echo "${s:-resident}"
 }
 
 # Config fragments of the current kernel configuration, in merge order.
@@ -307,29 +317,19 @@ new_run_dir() {
 	echo "$d"
 }
 
-# load_plan NAME: a benchmark plan, microbench/plans/NAME.plan, into
-# FLAVOURS, SWEEP, LOOPS, PREEMPT_LOOPS, SAMPLES, WARMUP, BENCHES, TYPES,
-# BOOTS, PERF_BENCH and LATENCY (exported; LATENCY: the flavours whose
-# irqsoff/preemptoff stretches tracing/latency.sh measures, unset or empty
-# for none). A variable already set in the environment wins over the
-# plan's line.
+# load_plan NAME: a benchmark plan, microbench/plans/NAME.plan, as
+# microbench/plan.py (its only reader) resolves it, into FLAVOURS, SWEEP,
+# LOOPS, PREEMPT_LOOPS, SAMPLES, WARMUP, BENCHES, TYPES, BOOTS, PERF_BENCH
+# and LATENCY (exported; LATENCY: the flavours whose irqsoff/preemptoff
+# stretches tracing/latency.sh measures, unset or empty for none). A
+# variable already set in the environment wins over the plan's line.
 PLAN_VARS="FLAVOURS SWEEP LOOPS PREEMPT_LOOPS SAMPLES WARMUP BENCHES TYPES BOOTS PERF_BENCH LATENCY"
 load_plan() {
-	local f=$TOPDIR/microbench/plans/$1.plan v
-	local -A keep=()
-	[ -z "${BENCH_PROFILE:-}" ] || die "BENCH_PROFILE is now PLAN (quick|default|walker): PLAN=$BENCH_PROFILE"
-	[ -z "${OPS:-}" ] || die "OPS is the N of one traced run; a benchmark plan's list of N is SWEEP (e.g. SWEEP=0,1,2048)"
-	[ -f "$f" ] || die "PLAN='$1' is unknown; use one of: $(cd "$TOPDIR/microbench/plans" && ls -- *.plan | sed 's/\.plan$//' | paste -sd' ')"
-	for v in $PLAN_VARS; do
-		[ -z "${!v+x}" ] || keep[$v]=${!v}
-	done
-	# shellcheck source=/dev/null
-	. "$f"
-	for v in "${!keep[@]}"; do printf -v "$v" '%s' "${keep[$v]}"; done
+	local vars
+	vars=$("$PYTHON" "$TOPDIR/microbench/plan.py" sh "$1" 2>&1) || die "$vars"
+	eval "$vars"
 	# shellcheck disable=SC2086,SC2163 # export each name in the list
 	export $PLAN_VARS
-	# shellcheck disable=SC2034 # read by the caller
-	PLAN_FILE=$f
 }
 
 # The Debian mirror this machine already uses (deb822 or one-line format).

@@ -87,13 +87,17 @@ def test_bad_flavour_name_is_refused():
 
 
 def test_named_flavour_needs_series():
-    """A flavour other than baseline, ops and control takes its series from
-    SERIES=, or SERIES_<name> (make exports SERIES_rfc and SERIES_resident:
+    """A flavour without a declaration (kernel-patch/flavours/) takes its
+    series from SERIES=, or SERIES_<name>; a declared one (rfc) from its
+    declaration without either (make exports SERIES_rfc and the others:
     the test clears them, and checks only, so that it can never build)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SERIES")}
-    r = run([os.path.join(TOP, "kernel-patch/scripts/kernel-build.sh"),
-             "--check", "rfc"], env=env)
+    script = os.path.join(TOP, "kernel-patch/scripts/kernel-build.sh")
+    r = run([script, "--check", "mine"], env=env)
     assert r.returncode != 0 and "needs a series" in r.stderr
+    assert "set SERIES_mine=" in r.stderr
+    r = run([script, "--check", "rfc"], env=env)
+    assert r.returncode == 0, r.stderr
 
 
 PROVENANCE_KEYS = ["flavour", "profile", "kernel_release", "source_package",

@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.join(TOP, "analysis"))
 import opbench_data  # noqa: E402
 
 RUNNER = os.path.join(TOP, "microbench", "native-run.sh")
+PLAN = os.path.join(TOP, "microbench", "plan.py")
 HOST_STATE = os.path.join(TOP, "scripts", "host-state.sh")
 ANALYZE = os.path.join(TOP, "analysis", "analyze.py")
 PY = "/usr/bin/python3"
@@ -57,8 +58,17 @@ def kit(tmp_path_factory):
 
 
 def native(kit, out, **env):
-    # bench_env() clears the plan's variables: the tiny plan goes on top.
+    # bench_env() clears the plan's variables: the tiny plan goes on top,
+    # its cells planned by microbench/plan.py as make bench and make kit
+    # plan them.
     e = dict(bench_env(), BIN=kit, **dict(TINY, **env))
+    # A plan it refuses leaves no cells: native-run.sh's own refusals are
+    # what these tests check.
+    cells = str(out).rstrip("/") + ".cells"
+    with open(cells, "w") as f:
+        subprocess.run([PY, PLAN, "cells", "quick"], env=e, stdout=f,
+                       stderr=subprocess.DEVNULL, text=True)
+    e["PLAN_CELLS"] = cells
     return subprocess.run(["sh", RUNNER, str(out)], env=e,
                           capture_output=True, text=True, timeout=600)
 
@@ -454,7 +464,7 @@ def test_bench_native_stage(tmp_path):
     assert not os.path.exists(os.path.join(run, "INCOMPLETE"))
     assert not os.path.exists(os.path.join(run, "tracing"))
     for p in ("opbench", "tcmodel", "native-run.sh", "guest-bench.sh",
-              "host-state.sh"):
+              "host-state.sh", "plan.cells"):
         assert os.path.exists(os.path.join(run, "bin", p)), p
     f = subprocess.run(["file", os.path.join(run, "bin", "opbench")],
                        capture_output=True, text=True).stdout
@@ -472,16 +482,28 @@ def test_kit_runs_alone_and_reports(tmp_path):
     beside it and run with an empty environment, writes a results directory
     that make report analyses."""
     kit_tgz = tmp_path / "kit.tar.gz"
-    r = subprocess.run(["make", "-s", "kit", "PLAN=quick", "KIT=%s" % kit_tgz],
+    # The cells are planned when the kit is made: two benchmarks that a
+    # loaded host cannot disturb, at two N.
+    r = subprocess.run(["make", "-s", "kit", "PLAN=quick", "KIT=%s" % kit_tgz,
+                        "BENCHES=syscall signal", "SWEEP=0,1"],
                        cwd=TOP, capture_output=True, text=True, timeout=1800)
     assert r.returncode == 0, r.stderr[-3000:]
     box = tmp_path / "box"
     box.mkdir()
     subprocess.run(["tar", "-C", str(box), "-xzf", str(kit_tgz)], check=True)
     assert sorted(os.listdir(box)) == ["rseq-opbench-kit"]
-    env = {"PATH": "/usr/bin:/bin", "SWEEP": "0,1", "LOOPS": "200",
-           "SAMPLES": "3", "REPS": "2", "BENCHES": "syscall signal",
-           "PERF_BENCH": "0"}
+    cells = (box / "rseq-opbench-kit" / "bin" / "plan.cells").read_text()
+    assert cells == "syscall syscall 0,1 default\nsignal signal 0,1 default\n"
+    env = {"PATH": "/usr/bin:/bin", "LOOPS": "200", "SAMPLES": "3",
+           "REPS": "2", "PERF_BENCH": "0"}
+    # Other cells at run time are refused, not silently ignored.
+    other = box / "other"
+    r = subprocess.run(["sh", "rseq-opbench-kit/run.sh", str(other)], cwd=box,
+                       env=dict(env, BENCHES="syscall"), capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and "BENCHES is planned into bin/plan.cells" \
+        in r.stderr, r.stderr
+    assert not other.exists() or not list(other.glob("rep-*"))
     res = box / "results"
     r = subprocess.run(["sh", "rseq-opbench-kit/run.sh", str(res)], cwd=box,
                        env=env, capture_output=True, text=True, timeout=900)

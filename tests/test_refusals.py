@@ -177,7 +177,7 @@ MAKE_REFUSALS = [
     (["kernel", "FLAVOUR=baseline", "SERIES={good}"],
      ["baseline takes no series; name the flavour, e.g. FLAVOUR=rfc"]),
     (["kernel", "FLAVOUR=ops", "SERIES={good}"],
-     ["ops is built from kernel-patch/; name another flavour for SERIES="]),
+     ["ops is built from kernel-patch/series/; name another flavour for SERIES="]),
     (["kernel", "FLAVOUR=a.b"], ["flavour name 'a.b' may only hold letters, digits, - and _"]),
     (["kernels", "FLAVOURS=baseline mine"],
      ["flavour 'mine' needs a series", "set SERIES_mine=<patch directory or mbox>"]),

@@ -3,12 +3,14 @@
 # kernel-build.sh - build one kernel flavour from the cached Debian source.
 #
 # Usage: kernel-patch/scripts/kernel-build.sh [--check] FLAVOUR [SERIES]
-#   FLAVOUR  baseline | ops | control | any name for SERIES (letters,
-#            digits, - and _)
+#   FLAVOUR  a flavour declared in kernel-patch/flavours/ (baseline, ops,
+#            control, ops-v3, v2, resident, rfc, bpf) or any name for SERIES
+#            (letters, digits, - and _)
 #   SERIES   directory of patches (a `series` order file or *.patch in name
-#            order) or an mbox; ops is kernel-patch/series/ (v3); control is
-#            kernel-patch/series/ plus the planted bug in
-#            kernel-patch/controls/ (the negative control of make test)
+#            order) or an mbox; by default the declaration's (ops:
+#            kernel-patch/series/, v4; control: the same plus the planted
+#            bug in kernel-patch/controls/, the negative control of make
+#            test); refused for a flavour declared FIXED=1
 #   --check  check FLAVOUR, SERIES, KCONFIG and TOOLCHAIN, and stop (make,
 #            before it fetches or builds anything)
 # Env:   KVER, KCONFIG (default|debug), TOOLCHAIN (trixie|host), CACHE_DIR,
@@ -32,25 +34,28 @@ series=${2:-}
 [[ "$flavour" =~ ^[A-Za-z0-9_-]+$ ]] ||
 	die "flavour name '$flavour' may only hold letters, digits, - and _"
 
+# The flavour's declaration (kernel-patch/flavours/): its series, a
+# series it alone is built from (FIXED=1), patches after it (EXTRA).
 extra=()
-case "$flavour" in
-baseline)
-	[ -z "$series" ] || die "baseline takes no series; name the flavour, e.g. FLAVOUR=rfc SERIES=$series"
-	;;
-ops | control)
-	[ -z "$series" ] || die "$flavour is built from kernel-patch/; name another flavour for SERIES=$series"
-	series=$TOPDIR/kernel-patch/series
-	if [ "$flavour" = control ]; then
-		mapfile -t extra < <(patch_list "$TOPDIR/kernel-patch/controls")
-		[ ${#extra[@]} -gt 0 ] || die "no planted bug in kernel-patch/controls/: control would be ops"
+x=
+if [ "$(flavour_get "$flavour" FIXED)" = 1 ]; then
+	fixed=$(flavour_series "$flavour")
+	if [ -n "$series" ]; then
+		[ -n "$fixed" ] ||
+			die "$flavour takes no series; name the flavour, e.g. FLAVOUR=rfc SERIES=$series"
+		die "$flavour is built from ${fixed#"$TOPDIR"/}/; name another flavour for SERIES=$series"
 	fi
-	;;
-*)
+	series=$fixed
+	x=$(flavour_get "$flavour" EXTRA)
+	if [ -n "$x" ]; then
+		mapfile -t extra < <(patch_list "$TOPDIR/$x")
+		[ ${#extra[@]} -gt 0 ] || die "no patches in $x/: $flavour would be built from its series alone"
+	fi
+else
 	[ -n "$series" ] || series=$(flavour_series "$flavour")
 	[ -n "$series" ] ||
 		die "flavour '$flavour' needs a series: SERIES=<patch directory or mbox> (make kernel), or set SERIES_${flavour//-/_}=<patch directory or mbox>"
-	;;
-esac
+fi
 if [ -n "$series" ]; then
 	[ -e "$series" ] || die "series '$series' does not exist; name a patch directory or an mbox"
 	series=$(realpath "$series")
@@ -209,7 +214,7 @@ profile=$KCONFIG
 kernel_release=$release
 source_package=linux-source-$KVER
 source_version=$srcver
-series=${series:-none}${extra[*]:+ + kernel-patch/controls}
+series=${series:-none}${extra[*]:+ + $x}
 series_hash=$series_hash
 series_patches=${#patches[@]}
 config_hash=$(sha256sum < "$obj/.config" | cut -c1-16)

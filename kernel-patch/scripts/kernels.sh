@@ -3,12 +3,10 @@
 # kernels.sh - build several flavours in turn.
 #
 # Usage: kernel-patch/scripts/kernels.sh [--check] FLAVOUR[@TOOLCHAIN]...
-# baseline, ops (kernel-patch/series/) and control (ops plus the planted bug
-# of kernel-patch/controls/) need no series; any other flavour takes its
-# series as kernel-build.sh does for make kernel (flavour_series in
-# common.sh): SERIES_<name>, and by default kernel-patch/v2/ for v2 (our
-# series v2) and kernel-patch/resident/ for resident (its kernel-resident
-# variant).
+# Each flavour takes its series as kernel-build.sh does for make kernel
+# (flavour_series in common.sh): SERIES_<name>, and by default its
+# declaration's (kernel-patch/flavours/<name>.flavour); baseline, ops and
+# control are built from their declarations' alone.
 # "ops@host" is ops built with TOOLCHAIN=host. Every flavour is checked
 # (kernel-build.sh --check) before the first is built; --check stops there.
 # Stops at the first failure.

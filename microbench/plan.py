@@ -1,0 +1,319 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""plan.py - a benchmark plan, read once: the plan's only reader, the
+boots' only shuffle, and the only parser of a benchmark word.
+
+    plan.py sh PLAN      the resolved plan as shell assignments (common.sh's
+                         load_plan evaluates them)
+    plan.py make PLAN    PLAN_FLAVOURS and PLAN_LATENCY as make assignments,
+                         joined by " ;; " (the Makefile reads them once)
+    plan.py cells PLAN   the plan's cells, one line each, in the plan's
+                         order (the native runner and the kit draw each
+                         repetition's order themselves)
+    plan.py index PLAN OUT --seed S [--runner R] [--accel A]
+                         the run's index in OUT: run.json (the resolved plan,
+                         the seed, the runner), boots.jsonl (one line per
+                         boot: its number, round, flavour, seed, target,
+                         directory and cells) and plan/boot-<n>.cells (the
+                         cells the boot runs, in its order); prints one
+                         line per boot: "<n> <flavour> <seed> <cells file>"
+
+A plan is microbench/plans/<PLAN>.plan, KEY=VALUE lines as a shell reads
+them; a variable set in the environment (even empty) wins over its line.
+A benchmark word is NAME[:VARIANT][@N,N,...]: VARIANT scattered
+(--layout scattered), waker-ops (preempt --waker-ops), legacy or glibc
+(--reg); @N,... replaces SWEEP for it. The word tcmalloc runs the TCMalloc
+model. A cell line, as microbench/guest-bench.sh runs it:
+
+    WORD BENCH OPS TYPE [OPBENCH OPTION...]      ("default": the bench's type)
+    tcmalloc tcmalloc - -
+
+Bad input exits 2 with a message that names the problem and the fix.
+"""
+import json
+import os
+import random
+import re
+import shlex
+import socket
+import sys
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PLANS = os.path.join(TOP, "microbench", "plans")
+VARS = ("FLAVOURS", "SWEEP", "LOOPS", "PREEMPT_LOOPS", "SAMPLES", "WARMUP",
+        "BENCHES", "TYPES", "BOOTS", "PERF_BENCH", "LATENCY")
+ABI_H = os.path.join(TOP, "microbench", "rseq-op-abi.h")
+
+
+def list_limit():
+    """The list limit, as the programs are built with it (rseq-op-abi.h's
+    OB_RSEQ_OP_LIST_LIMIT, the series' uapi value): its one declaration."""
+    with open(ABI_H) as f:
+        m = re.search(r"^#define\s+OB_RSEQ_OP_LIST_LIMIT\s+(\d+)\s*$",
+                      f.read(), re.M)
+    if not m:
+        raise PlanError("%s: no OB_RSEQ_OP_LIST_LIMIT" % ABI_H)
+    return int(m.group(1))
+
+VARIANTS = {"scattered": ["--layout", "scattered"],
+            "waker-ops": ["--waker-ops"],
+            "legacy": ["--reg", "legacy"],
+            "glibc": ["--reg", "glibc"]}
+
+
+class PlanError(Exception):
+    pass
+
+
+FLAVOURS_DIR = os.path.join(TOP, "kernel-patch", "flavours")
+FLAVOUR_KEYS = ("SERIES", "FIXED", "EXTRA", "SEMANTICS", "DESIGN", "LABEL",
+                "COLOUR")
+
+
+def flavour_decls():
+    """{name: {key: value}} of every declaration in kernel-patch/flavours/
+    (lower-case keys; DESIGN an int), as the run's index records them."""
+    out = {}
+    for f in sorted(os.listdir(FLAVOURS_DIR)):
+        if not f.endswith(".flavour"):
+            continue
+        path = os.path.join(FLAVOURS_DIR, f)
+        d = {}
+        with open(path) as fh:
+            for i, line in enumerate(fh, 1):
+                s = line.strip()
+                if not s or s.startswith("#"):
+                    continue
+                key, eq, val = s.partition("=")
+                if not eq or key not in FLAVOUR_KEYS:
+                    raise PlanError("%s:%d: not a declaration line (KEY=VALUE, "
+                                    "KEY one of %s): %r" % (
+                                        path, i, " ".join(FLAVOUR_KEYS), s))
+                d[key.lower()] = " ".join(shlex.split(val, comments=True))
+        if d.get("design"):
+            if not d["design"].isdigit():
+                raise PlanError("%s: DESIGN='%s': want its rank, a whole "
+                                "number" % (path, d["design"]))
+            d["design"] = int(d["design"])
+        out[f[:-len(".flavour")]] = d
+    return out
+
+
+def plan_names():
+    return sorted(f[:-len(".plan")] for f in os.listdir(PLANS)
+                  if f.endswith(".plan"))
+
+
+def read_plan(name, env):
+    """The plan NAME with the environment's variables over its lines: a
+    dict of VARS (a variable neither sets is absent)."""
+    if env.get("BENCH_PROFILE"):
+        raise PlanError("BENCH_PROFILE is now PLAN (quick|default|walker): "
+                        "PLAN=%s" % env["BENCH_PROFILE"])
+    if env.get("OPS"):
+        raise PlanError("OPS is the N of one traced run; a benchmark plan's "
+                        "list of N is SWEEP (e.g. SWEEP=0,1,2048)")
+    path = os.path.join(PLANS, name + ".plan")
+    if "/" in name or not os.path.isfile(path):
+        raise PlanError("PLAN='%s' is unknown; use one of: %s" %
+                        (name, " ".join(plan_names())))
+    plan = {}
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            s = line.strip()
+            if not s or s.startswith("#"):
+                continue
+            key, eq, val = s.partition("=")
+            if not eq or key not in VARS:
+                raise PlanError("%s:%d: not a plan line (KEY=VALUE, KEY one "
+                                "of %s): %r" % (path, i, " ".join(VARS), s))
+            try:
+                words = shlex.split(val, comments=True)
+            except ValueError as e:
+                raise PlanError("%s:%d: %s" % (path, i, e))
+            plan[key] = " ".join(words)
+    for v in VARS:
+        if v in env:
+            plan[v] = env[v]
+    plan["_file"] = os.path.relpath(path, TOP)
+    return plan
+
+
+def number(plan, key, least=0, default=None):
+    v = plan.get(key, "")
+    if v == "" and default is not None:
+        return default
+    if not v.isdigit() or int(v) < least:
+        raise PlanError("%s='%s': want a whole number, at least %d" %
+                        (key, v, least))
+    return int(v)
+
+
+def op_list(text, what):
+    ns = []
+    top = list_limit()
+    for x in text.split(","):
+        if not x.isdigit() or int(x) > top:
+            raise PlanError("%s='%s': want numbers of operations from 0 to "
+                            "%d, comma-separated" % (what, text, top))
+        ns.append(int(x))
+    return ns
+
+
+def expand_word(word, sweep, types):
+    """The cell lines of one benchmark word."""
+    if word == "tcmalloc":
+        return ["tcmalloc tcmalloc - -"]
+    name, _, rest = word.partition(":")
+    variant, _, ops = rest.partition("@")
+    if "@" in name:
+        name, _, ops = name.partition("@")
+    if not name or not name.replace("_", "").isalnum():
+        raise PlanError("BENCHES: '%s' is not a benchmark word "
+                        "(NAME[:VARIANT][@N,...], see opbench --list)" % word)
+    if variant and variant not in VARIANTS:
+        raise PlanError("BENCHES: %s: unknown variant '%s' (%s)" %
+                        (word, variant, ", ".join(sorted(VARIANTS))))
+    ops = ops or sweep
+    op_list(ops, "the N of %s" % word)
+    return ["%s %s %s %s" % (word, name, ops, t) +
+            "".join(" " + a for a in VARIANTS.get(variant, []))
+            for t in types]
+
+
+def resolve(plan):
+    """The checked plan: its words expanded into cells."""
+    sweep = plan.get("SWEEP", "")
+    op_list(sweep, "SWEEP")
+    for k in ("LOOPS", "SAMPLES", "WARMUP"):
+        number(plan, k, least=1 if k != "WARMUP" else 0)
+    number(plan, "PREEMPT_LOOPS", least=1, default=0)
+    b = plan.get("BOOTS", "5")
+    if not b.isdigit() or int(b) < 1:
+        raise PlanError("BOOTS='%s': want a number of boots per flavour, at "
+                        "least 1 (3 or more for the A/A floor)" % b)
+    if plan.get("PERF_BENCH", "0") not in ("0", "1", ""):
+        raise PlanError("PERF_BENCH='%s': want 1 (run perf bench beside) or "
+                        "0" % plan["PERF_BENCH"])
+    words = plan.get("BENCHES", "").split()
+    if not words:
+        raise PlanError("BENCHES is empty: name the benchmarks (opbench "
+                        "--list), e.g. BENCHES=\"syscall switch\"")
+    types = plan.get("TYPES", "").split() or ["default"]
+    cells = []
+    for w in words:
+        cells += expand_word(w, sweep, types)
+    return cells
+
+
+def draw_boots(flavours, boots, seed):
+    """(round, flavour) per boot: rounds of every flavour once, each
+    round's order drawn from the seed."""
+    rng = random.Random(seed)
+    out = []
+    for r in range(boots):
+        rnd = list(flavours)
+        rng.shuffle(rnd)
+        out += [(r, f) for f in rnd]
+    return out
+
+
+def draw_cells(cells, seed):
+    """A boot's cells in an order drawn from its seed, every type of one
+    word together (0: the plan's order)."""
+    words = []
+    for c in cells:
+        w = c.split()[0]
+        if not words or words[-1][0] != w:
+            words.append((w, []))
+        words[-1][1].append(c)
+    if seed:
+        random.Random(seed).shuffle(words)
+    return [c for _, cs in words for c in cs]
+
+
+def write_new(path, text):
+    with open(path, "x") as f:
+        f.write(text)
+
+
+def index(name, out, seed, runner, accel, env):
+    plan = read_plan(name, env)
+    cells = resolve(plan)
+    boots = number(plan, "BOOTS", least=1, default=5)
+    flavours = plan.get("FLAVOURS", "").split()
+    if not flavours:
+        raise PlanError("no flavours to boot: FLAVOURS is empty")
+    if seed < 1:
+        raise PlanError("SEED='%d': want a positive integer" % seed)
+    if not os.path.isdir(out):
+        raise PlanError("%s is not a directory: the run's directory is made "
+                        "first (bench-run.sh)" % out)
+    os.makedirs(os.path.join(out, "plan"))
+    host = socket.gethostname()
+    target = "x86_64-" + accel
+    resolved = {k: plan.get(k, "") for k in VARS}
+    write_new(os.path.join(out, "run.json"), json.dumps({
+        "plan": name, "plan_file": plan["_file"], "vars": resolved,
+        "seed": seed, "runner": runner, "accel": accel, "host": host,
+        "boots_per_flavour": boots, "flavours": flavours,
+        "list_limit": list_limit(), "cells": cells,
+        "flavour_decls": flavour_decls()}, indent=1) + "\n")
+    lines = []
+    table = []
+    for i, (rnd, fl) in enumerate(draw_boots(flavours, boots, seed), 1):
+        bseed = seed + i
+        order = draw_cells(cells, bseed)
+        cf = os.path.join(out, "plan", "boot-%d.cells" % i)
+        write_new(cf, "".join(c + "\n" for c in order))
+        lines.append(json.dumps({
+            "boot": i, "round": rnd, "host": host, "target": target,
+            "flavour": fl, "kconfig": env.get("KCONFIG", "default"),
+            "seed": bseed, "dir": "boot-%d-%s" % (i, fl),
+            "cells": os.path.relpath(cf, out)}))
+        table.append("%d %s %d %s" % (i, fl, bseed, cf))
+    write_new(os.path.join(out, "boots.jsonl"), "\n".join(lines) + "\n")
+    return table
+
+
+def main(argv):
+    env = dict(os.environ)
+    if len(argv) < 3 or argv[1] not in ("sh", "make", "cells", "index"):
+        raise PlanError("usage: plan.py sh|make|cells PLAN, or plan.py index "
+                        "PLAN OUT --seed S [--runner R] [--accel A]")
+    cmd, name = argv[1], argv[2]
+    if cmd == "index":
+        opt = {"--seed": None, "--runner": "qemu", "--accel": "icount"}
+        rest = argv[4:]
+        if len(argv) < 4 or len(rest) % 2 or any(k not in opt
+                                                 for k in rest[::2]):
+            raise PlanError("usage: plan.py index PLAN OUT --seed S "
+                            "[--runner R] [--accel A]")
+        opt.update(zip(rest[::2], rest[1::2]))
+        if not (opt["--seed"] or "").isdigit():
+            raise PlanError("--seed '%s': want a positive integer" %
+                            opt["--seed"])
+        for ln in index(name, argv[3], int(opt["--seed"]), opt["--runner"],
+                        opt["--accel"], env):
+            print(ln)
+        return
+    plan = read_plan(name, env)
+    cells = resolve(plan)
+    if cmd == "sh":
+        for k in VARS:
+            if k in plan:
+                print("%s=%s" % (k, shlex.quote(plan[k])))
+        print("PLAN_FILE=%s" % shlex.quote(os.path.join(TOP, plan["_file"])))
+    elif cmd == "make":
+        print(" ;; ".join("PLAN_%s := %s" % (k, plan.get(k, ""))
+                          for k in ("FLAVOURS", "LATENCY")))
+    else:
+        print("\n".join(cells))
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv)
+    except PlanError as e:
+        print(e, file=sys.stderr)
+        sys.exit(2)

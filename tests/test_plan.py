@@ -1,0 +1,187 @@
+# SPDX-License-Identifier: GPL-2.0
+"""microbench/plan.py: the plan's only reader, the boots' only shuffle, the
+only parser of a benchmark word; and the run index it writes, as the
+analysis reads it back."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import TOP, bench_env
+
+sys.path.insert(0, os.path.join(TOP, "analysis"))
+import opbench_data  # noqa: E402
+import opbench_io  # noqa: E402
+
+PY = "/usr/bin/python3"
+PLAN = os.path.join(TOP, "microbench", "plan.py")
+
+
+def plan(*args, **env):
+    # bench_env() clears the plan's variables; the test's go on top.
+    return subprocess.run([PY, PLAN] + list(args), env=dict(bench_env(), **env),
+                          capture_output=True, text=True)
+
+
+def index(out, seed, plan_name="quick", **env):
+    out.mkdir(exist_ok=True)
+    return plan("index", plan_name, str(out), "--seed", str(seed), **env)
+
+
+def test_environment_wins_over_the_plan_even_empty():
+    r = plan("sh", "walker", FLAVOURS="ops", LATENCY="")
+    assert r.returncode == 0, r.stderr
+    lines = dict(ln.split("=", 1) for ln in r.stdout.splitlines())
+    assert lines["FLAVOURS"] == "ops" and lines["LATENCY"] == "''"
+    assert lines["SWEEP"].startswith("0,1,2,4")
+    r = plan("make", "walker")
+    assert r.stdout.strip() == \
+        "PLAN_FLAVOURS := baseline ops v2 rfc bpf ;; PLAN_LATENCY := ops v2"
+
+
+def test_words_become_cells():
+    r = plan("cells", "quick", SWEEP="0,1", TYPES="null cpu",
+             BENCHES="switch preempt:scattered@0,64 syscall:glibc@0 "
+                     "preempt:waker-ops tcmalloc")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "switch switch 0,1 null", "switch switch 0,1 cpu",
+        "preempt:scattered@0,64 preempt 0,64 null --layout scattered",
+        "preempt:scattered@0,64 preempt 0,64 cpu --layout scattered",
+        "syscall:glibc@0 syscall 0 null --reg glibc",
+        "syscall:glibc@0 syscall 0 cpu --reg glibc",
+        "preempt:waker-ops preempt 0,1 null --waker-ops",
+        "preempt:waker-ops preempt 0,1 cpu --waker-ops",
+        "tcmalloc tcmalloc - -"]
+
+
+@pytest.mark.parametrize("env, msg", [
+    ({"BENCHES": "switch:bogus"}, "unknown variant 'bogus'"),
+    ({"BENCHES": "switch@0,4096"}, "from 0 to 2048"),
+    ({"SWEEP": "0,x"}, "SWEEP='0,x'"),
+    ({"BENCHES": ""}, "BENCHES is empty"),
+    ({"BOOTS": "0"}, "BOOTS='0': want a number of boots per flavour"),
+    ({"LOOPS": "many"}, "LOOPS='many'"),
+    ({"OPS": "3"}, "OPS is the N of one traced run"),
+])
+def test_bad_plans_refused(env, msg):
+    r = plan("cells", "quick", **env)
+    assert r.returncode == 2 and msg in r.stderr, r.stderr
+    assert r.stdout == ""
+
+
+def test_unknown_plan_named_with_the_known_ones():
+    r = plan("sh", "nosuch")
+    assert r.returncode == 2
+    assert "PLAN='nosuch' is unknown; use one of: default quick walker" \
+        in r.stderr
+
+
+def test_index_rounds_seeds_and_cells(tmp_path):
+    r = index(tmp_path / "run", 7, FLAVOURS="baseline ops v2", BOOTS="3")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "run"
+    boots = [json.loads(x) for x in (out / "boots.jsonl").read_text()
+             .splitlines()]
+    run = json.loads((out / "run.json").read_text())
+    assert run["seed"] == 7 and run["flavours"] == ["baseline", "ops", "v2"]
+    assert [b["boot"] for b in boots] == list(range(1, 10))
+    for rnd in range(3):
+        got = sorted(b["flavour"] for b in boots if b["round"] == rnd)
+        assert got == ["baseline", "ops", "v2"]
+    assert [b["seed"] for b in boots] == [7 + i for i in range(1, 10)]
+    # What bench-run.sh reads: one line per boot, in order.
+    table = [ln.split() for ln in r.stdout.splitlines()]
+    assert [(int(t[0]), t[1], int(t[2])) for t in table] == \
+        [(b["boot"], b["flavour"], b["seed"]) for b in boots]
+    planned = sorted(run["cells"])
+    for b in boots:
+        assert b["dir"] == "boot-%d-%s" % (b["boot"], b["flavour"])
+        cells = (out / b["cells"]).read_text().splitlines()
+        assert sorted(cells) == planned
+    # The same seed gives the same index; the seeds draw different ones.
+    def drawn(d, seed):
+        t = index(tmp_path / d, seed, FLAVOURS="baseline ops v2", BOOTS="3")
+        return tuple((ln.split()[1], open(ln.split()[3]).read())
+                     for ln in t.stdout.splitlines())
+    assert drawn("again", 7) == drawn("run7", 7)
+    assert len({drawn("s%d" % s, s) for s in range(1, 9)}) > 1
+
+
+def test_index_never_overwrites(tmp_path):
+    assert index(tmp_path / "run", 3).returncode == 0
+    before = (tmp_path / "run" / "boots.jsonl").read_text()
+    r = index(tmp_path / "run", 4)
+    assert r.returncode != 0
+    assert (tmp_path / "run" / "boots.jsonl").read_text() == before
+
+
+def test_loader_reads_the_index(tmp_path):
+    """The analysis takes each boot's round from the index, and a planned
+    boot that left no directory is there, without records."""
+    out = tmp_path / "run"
+    assert index(out, 5, FLAVOURS="baseline ops", BOOTS="2").returncode == 0
+    boots = [json.loads(x) for x in (out / "boots.jsonl").read_text()
+             .splitlines()]
+    rec = {"kind": "sample", "bench": "syscall", "nr_ops": 0}
+    for b in boots[:-1]:
+        (out / b["dir"]).mkdir()
+        (out / b["dir"] / "opbench.json").write_text(json.dumps(rec) + "\n")
+    # A directory the index does not name is not a boot of the run.
+    (out / "boot-99-ops").mkdir()
+    (out / "boot-99-ops" / "opbench.json").write_text(json.dumps(rec) + "\n")
+    run = opbench_io.load(str(out))
+    assert [b["index"] for b in run["boots"]] == [1, 2, 3, 4]
+    assert run["boots"][-1]["records"] == []
+    assert run["index"]["seed"] == 5
+    assert opbench_data.rounds_of(run) == {b["boot"]: b["round"]
+                                           for b in boots}
+    (out / "boots.jsonl").write_text('{"boot": 1}\n')
+    with pytest.raises(opbench_io.ResultsError, match="not written by"):
+        opbench_io.load(str(out))
+
+
+# The flavours' declarations (kernel-patch/flavours/) -------------------------
+
+def test_declarations_read_alike_by_shell_and_planner(tmp_path):
+    """common.sh's flavour_get and the index's copy (plan.py) agree on every
+    key of every declared flavour."""
+    out = tmp_path / "run"
+    assert index(out, 1).returncode == 0
+    decls = json.loads((out / "run.json").read_text())["flavour_decls"]
+    assert {"baseline", "ops", "control", "ops-v3", "v2", "rfc", "resident",
+            "bpf"} <= set(decls)
+    script = "; ".join(
+        'echo "%s %s=$(flavour_get %s %s)"' % (f, k, f, k)
+        for f in sorted(decls) for k in ("SERIES", "FIXED", "EXTRA",
+                                         "SEMANTICS", "DESIGN", "LABEL",
+                                         "COLOUR"))
+    r = subprocess.run(["bash", "-c", ". scripts/common.sh; " + script],
+                       cwd=TOP, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for ln in r.stdout.splitlines():
+        f, kv = ln.split(" ", 1)
+        k, v = kv.split("=", 1)
+        assert str(decls[f].get(k.lower(), "")) == v, ln
+    # Every series a declaration names exists.
+    for f, d in decls.items():
+        if d.get("series"):
+            assert os.path.exists(os.path.join(TOP, d["series"])), f
+
+
+def test_a_flavour_declared_is_a_design_by_its_rank():
+    import designs
+    decls = {"ops": {"design": 1, "label": "ours", "colour": "tab:blue"},
+             "mine": {"design": 7, "label": "a throwaway design",
+                      "colour": "tab:olive"},
+             "v2": {"design": 3, "label": "v2's"},
+             "baseline": {"label": "unpatched"}}
+    names, colours = designs.designs_of(decls)
+    assert names == (("ops", "ours"), ("v2", "v2's"),
+                     ("mine", "a throwaway design"))
+    assert colours == {"ops": "tab:blue", "mine": "tab:olive"}
+    # A run made before the index keeps the names it was reported with.
+    assert designs.designs_of(None)[0][0] == \
+        ("ops", "series v3, kept in the kernel")
