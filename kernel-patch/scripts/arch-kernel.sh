@@ -34,15 +34,14 @@ arm64) karch=arm64 cross=aarch64-linux-gnu- image=arch/arm64/boot/Image ;;
 esac
 [[ "$flavour" =~ ^[A-Za-z0-9_-]+$ ]] ||
 	die "flavour name '$flavour' may only hold letters, digits, - and _"
-case $flavour in
-baseline) series= ;;
-ops) series=$TOPDIR/kernel-patch/series ;;
-*)
-	series=$(flavour_series "$flavour")
-	[ -n "$series" ] ||
-		die "flavour '$flavour' needs a series: set SERIES_${flavour//-/_}=<patch directory or mbox>"
-	;;
-esac
+# The series of the flavour's declaration (kernel-patch/flavours/), or
+# SERIES_<name>; a flavour declared with patches after its series
+# (control's planted bug) is x86-64's only.
+series=$(flavour_series "$flavour")
+x=$(flavour_get "$flavour" EXTRA)
+[ -z "$x" ] || die "flavour '$flavour' adds $x/ to its series: it is built for x86-64 only"
+[ -n "$series" ] || [ "$(flavour_get "$flavour" FIXED)" = 1 ] ||
+	die "flavour '$flavour' needs a series: set SERIES_${flavour//-/_}=<patch directory or mbox>"
 frag=$TOPDIR/kernel-patch/configs/arch-$arch.config
 [ -f "$frag" ] || die "no $frag"
 patches=()
