@@ -24,7 +24,7 @@ PLAN       ?= default
 RUNNER     ?= qemu
 # Each flavour's series, by default its declaration's
 # (kernel-patch/flavours/<name>.flavour, SERIES=).
-decl_series = $(strip $(shell sed -n 's/^SERIES=//p' kernel-patch/flavours/$(1).flavour))
+decl_series = $(strip $(shell bash -c 'unset SERIES; . kernel-patch/flavours/$(1).flavour && echo "$$SERIES"'))
 $(foreach f,RFC:rfc V2:v2 V3:ops-v3 RESIDENT:resident BPF:bpf,$(if $(filter undefined,$(origin $(firstword $(subst :, ,$(f)))_SERIES)),$(eval $(firstword $(subst :, ,$(f)))_SERIES := $(call decl_series,$(lastword $(subst :, ,$(f)))))))
 ROUNDS     ?= 50
 ARCH_ROUNDS ?= 10

@@ -25,11 +25,17 @@ FACTS = (("capabilities", "Capabilities the loader needs (rseq-bpf-ops "
          ("fault", "A destination that faults (bpf-fault)"))
 
 
-def read_facts(rdir):
-    """{section: {"lines": [...], "result": str}} from the run's newest
-    facts.txt, with its path; None when the run has none."""
-    paths = sorted(glob.glob(os.path.join(rdir, "bpf", "*-bpf-facts-bpf",
-                                          "facts.txt")))
+def read_facts(rdir, arts=None):
+    """{section: {"lines": [...], "result": str}} from the run's facts.txt
+    (the last the run's artefacts name, arts; in a run made before the
+    index, the newest found by name), with its path; None when the run has
+    none."""
+    if arts is not None:
+        paths = [os.path.join(rdir, x["path"]) for x in arts
+                 if x["kind"] == "bpf-facts"]
+    else:
+        paths = sorted(glob.glob(os.path.join(rdir, "bpf", "*-bpf-facts-bpf",
+                                              "facts.txt")))
     if not paths:
         return None
     out, cur = {}, None
@@ -77,17 +83,26 @@ def read_table(path):
             "rows": rows}
 
 
-def read_profile(rdir):
+def read_profile(rdir, arts=None):
     """The run's instruction profile of bpf's walk and ops' (tracing/*-
-    trace-insn-bpf-switch-N/), or None."""
-    dirs = sorted(glob.glob(os.path.join(
-        rdir, "tracing", "*-trace-insn-bpf-switch-%d" % PROFILE_OPS)))
-    if not dirs:
+    trace-insn-bpf-switch-N/: the last the run's artefacts name, arts, at
+    the N they say; in a run made before the index, the newest found by
+    name at PROFILE_OPS), or None."""
+    if arts is not None:
+        named = [(x["path"], int(x["nr_ops"])) for x in arts
+                 if x["kind"] == "insn-profile"]
+    else:
+        named = [(os.path.relpath(d, rdir), PROFILE_OPS) for d in
+                 sorted(glob.glob(os.path.join(
+                     rdir, "tracing",
+                     "*-trace-insn-bpf-switch-%d" % PROFILE_OPS)))]
+    if not named:
         return None
-    out = {"path": os.path.relpath(dirs[-1], rdir), "ops_n": PROFILE_OPS}
+    path, n = named[-1]
+    out = {"path": path, "ops_n": n}
     for fl in ("bpf", "ops"):
-        out[fl] = read_table(os.path.join(dirs[-1], "%s-%d" % (
-            fl, PROFILE_OPS), "table.txt"))
+        out[fl] = read_table(os.path.join(rdir, path, "%s-%d" % (fl, n),
+                                          "table.txt"))
     return out if out["bpf"] else None
 
 
@@ -107,8 +122,8 @@ def analyse(a):
         "register_ns": d["register_ns"],
         "missing": pick(d.get("missing", [])),
         "names": d["names"],
-        "facts": read_facts(a["dir"]),
-        "profile": read_profile(a["dir"]),
+        "facts": read_facts(a["dir"], a.get("artefacts")),
+        "profile": read_profile(a["dir"], a.get("artefacts")),
     }
 
 

@@ -14,8 +14,10 @@ AGREE = 0.05
 WALK_COUNT_TOLERANCE = 0.01
 # The series walks lists of up to this many nodes on the exit fast path,
 # with interrupts off; longer ones on the slow path with interrupts on
-# (RSEQ_OP_IRQS_OFF_MAX in include/linux/rseq_entry.h of the series).
-IRQS_OFF_MAX = 64
+# (RSEQ_OP_IRQS_OFF_MAX of the series). A run's index records the bound
+# (microbench/plan.py fact irqs_off_max, from the series); this is its
+# value for a run made before the index.
+LEGACY_IRQS_OFF_MAX = 64
 # Where each variant is measured: the plan item that adds it.
 WAKER_OPS_PLAN = "preempt:waker-ops"
 SCATTERED_PLAN = "preempt:scattered"
@@ -60,10 +62,11 @@ def slope_per_walk(a, bench, fl="ops", per_loop=False):
     return {"value": s["value"], "ci": s["ci"], "k": s["k"], "bench": bench}
 
 
-def walk_ns(ns):
+def walk_ns(ns, bound):
     """The N whose walk the cross-checks report: the largest N walked
-    with interrupts off, when measured, and the largest N."""
-    off = [n for n in ns if 0 < n <= IRQS_OFF_MAX]
+    with interrupts off (at most bound), when measured, and the largest
+    N."""
+    off = [n for n in ns if 0 < n <= bound]
     return sorted(set(off[-1:] + [ns[-1]]))
 
 
@@ -124,7 +127,7 @@ def cross_checks(a):
             continue
         # The longest list walked with interrupts off (when measured), and
         # the largest N, which the series walks with them on.
-        for n in walk_ns(ns):
+        for n in walk_ns(ns, a["irqs_off_max"]):
             c = next((r for r in grp["vs_zero"].get("ops", [])
                       if r["nr_ops"] == n), None)
             if c:
@@ -132,7 +135,7 @@ def cross_checks(a):
                             "nr_ops": n, "value": c["diff"],
                             "ci": c["diff_ci"], "se": c.get("se"),
                             "expect": None, "ok": None,
-                            "irqs_off": n <= IRQS_OFF_MAX})
+                            "irqs_off": n <= a["irqs_off_max"]})
     return out
 
 

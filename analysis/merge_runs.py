@@ -35,8 +35,8 @@ import tempfile
 from opbench_io import BOOT_RE, INCOMPLETE, ResultsError, read_json, read_kv
 
 # What must be the same in every run: the plan, the programs, the box.
-SAME = ("ops", "benches", "perf_bench", "opbench_sha256", "tcmodel_sha256",
-        "host_cpu", "host_cpus")
+SAME = ("ops", "benches", "cells_sha256", "perf_bench", "opbench_sha256",
+        "tcmodel_sha256", "host_cpu", "host_cpus")
 # Lines the merged provenance writes itself.
 OWN = ("runner", "reference", "aa", "boot_order", "boot_rounds",
        "boots_per_flavour", "seed", "merged_from")

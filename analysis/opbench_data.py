@@ -21,7 +21,7 @@ import designs
 import latency
 import pmu
 import tcmalloc_model
-from cross_checks import (AGREE, IRQS_OFF_MAX, WALK_BENCHES,
+from cross_checks import (AGREE, LEGACY_IRQS_OFF_MAX, WALK_BENCHES,
                           WALK_COUNT_TOLERANCE, cross_checks, diff_per_walk,
                           per_walk, slope_per_walk, walk_count_checks)
 from opbench_cells import BETTER, accel_of, clocks, collect, cell_detail, \
@@ -188,9 +188,12 @@ def analyse(run):
     boots_of = collections.Counter(b["flavour"] for b in run["boots"])
     groups = sorted({k[:3] for k in valid} | {k[:3] for k in unsupported}
                     | {k[:3] for k in col["dropped"]})
+    # The fast path's bound, as the run's index recorded it from the series.
+    bound = ((run.get("index") or {}).get("irqs_off_max")
+             or LEGACY_IRQS_OFF_MAX)
     out = {"run": run["name"], "dir": run["dir"], "accel": accel,
            "header": header_facts(run), "mission_ns": list(MISSION_NS),
-           "confidence": st.CONFIDENCE, "irqs_off_max": IRQS_OFF_MAX,
+           "confidence": st.CONFIDENCE, "irqs_off_max": bound,
            "tolerances": {"agree": AGREE,
                           "walk_counts": WALK_COUNT_TOLERANCE},
            "unit": unit, "unit_short": unit_short, "unit_doc": unit_doc,
@@ -340,6 +343,9 @@ def analyse(run):
     out["walk_counts"] = walk_count_checks(run.get("walk_counts", []))
     out["perf_bench"] = perf_rows(run, clock, accel, out["groups"])
     out["walker_loops"] = run.get("walker_loops", {})
+    # What the run's stages left beside the boots (opbench_io.read_artefacts;
+    # None for a run made before the index): bpf_design reads its files.
+    out["artefacts"] = run.get("artefacts")
     # The hardware counters, where the run had any (pmu.py).
     out["pmu"] = pmu.status(run)
     counted = pmu.analyse(out["groups"], col["extra"], valid)
@@ -433,6 +439,7 @@ def header_facts(run):
             "incomplete": run.get("incomplete"),
             "plan": p.get("plan", p.get("profile")),
             "boot_order": [b["flavour"] for b in boots],
+            "not_run": run.get("not_run", []),
             "kernel": first["kernel"], "flavours": flavours,
             "compilers": [list(c) for c in compilers],
             "compilers_differ": len(compilers) > 1,

@@ -8,6 +8,11 @@ Input, as microbench/bench-run.sh writes it:
     results/<date>-<label>/run.json, boots.jsonl  the run's index, as
                             microbench/plan.py planned it (runs made before
                             it have none: their boots are found by name)
+    results/<date>-<label>/artefacts.jsonl  what the stages after the boots
+                            left (walker loops, walk counts, latency, the
+                            BPF design's facts and profile): in a run with
+                            an index, only the paths these lines name are
+                            read; a run without one is searched by name
     results/<date>-<label>/boot-<i>-<flavour>/
                             (rep-<i>-<label>/ in a native run, made by
                             microbench/native-run.sh: one repetition on the
@@ -157,18 +162,23 @@ LOOP_RE = re.compile(r"^(\S+)\s+\+(0x[0-9a-f]+)\.\.\+(0x[0-9a-f]+)\s+(\d+)\s+"
                      r"(\d+)\s+(\d+)\s+(\d+)\s*$")
 
 
-def walker_loops(rdir):
+def walker_loops(rdir, arts=None):
     """{flavour: [loop, ...]} from walker-loops/<flavour>.txt, the tables
-    analysis/walker_loops.py wrote at bench time."""
+    analysis/walker_loops.py wrote at bench time: those the run's
+    artefacts name (arts), or, in a run made before the index, those in
+    the directory."""
     out = {}
-    d = os.path.join(rdir, "walker-loops")
-    if not os.path.isdir(d):
-        return out
-    for name in sorted(os.listdir(d)):
-        if not name.endswith(".txt"):
-            continue
+    if arts is not None:
+        files = [(a["flavour"], os.path.join(rdir, a["path"]))
+                 for a in arts if a["kind"] == "walker-loops"]
+    else:
+        d = os.path.join(rdir, "walker-loops")
+        files = [(n[:-4], os.path.join(d, n))
+                 for n in (sorted(os.listdir(d)) if os.path.isdir(d) else [])
+                 if n.endswith(".txt")]
+    for flavour, path in files:
         rows = []
-        for line in read_lines(os.path.join(d, name)):
+        for line in read_lines(path):
             m = LOOP_RE.match(line.strip())
             if m:
                 rows.append({"function": m.group(1), "head": m.group(2),
@@ -176,7 +186,7 @@ def walker_loops(rdir):
                              "loads": int(m.group(5)),
                              "cond_br": int(m.group(6)),
                              "stac_clac": int(m.group(7))})
-        out[name[:-4]] = rows
+        out[flavour] = rows
     return out
 
 
@@ -186,14 +196,22 @@ BT_SCALAR = re.compile(r"^@(\w+)\[([^\]]*)\]: (\d+)$")
 OLD_RECORDS_WARMUP = 1
 
 
-def walk_counts(rdir):
+def walk_counts(rdir, arts=None):
     """The walks bpftrace counted (tracing/rseq_ops_rate.bt, make bench's
     tracing step) beside the loops opbench ran in the same process: one
-    {bench, nr_ops, walks, loops, declared} per traced benchmark."""
+    {bench, nr_ops, walks, loops, declared} per traced benchmark, from the
+    tracing directories the run's artefacts name (arts), or, in a run made
+    before the index, those found by name."""
     out = []
-    pat = os.path.join(rdir, "tracing", "*-trace-bpf-ops-rseq_ops_rate-*",
-                       "ops", "rseq_ops_rate.bt.out")
-    for path in sorted(glob.glob(pat)):
+    if arts is not None:
+        paths = [os.path.join(rdir, a["path"], a.get("flavour", "ops"),
+                              "rseq_ops_rate.bt.out")
+                 for a in arts if a["kind"] == "walk-count"]
+    else:
+        paths = sorted(glob.glob(os.path.join(
+            rdir, "tracing", "*-trace-bpf-ops-rseq_ops_rate-*", "ops",
+            "rseq_ops_rate.bt.out")))
+    for path in paths:
         d = os.path.dirname(path)
         walks = {}
         for ln in read_lines(path):
@@ -221,12 +239,15 @@ def walk_counts(rdir):
     return out
 
 
-def latency_records(d):
-    """tracing/latency.sh's records under d (<flavour>/latency.json), each
-    with the accelerator its boot ran under (the boot's vm.json) and the
-    ticks per instruction opbench measured in it (its clock record)."""
+def latency_records(d, paths=None):
+    """tracing/latency.sh's records under d (<flavour>/latency.json; the
+    files of paths when the run's artefacts name them), each with the
+    accelerator its boot ran under (the boot's vm.json) and the ticks per
+    instruction opbench measured in it (its clock record)."""
     out = []
-    for p in sorted(glob.glob(os.path.join(d, "*", "latency.json"))):
+    if paths is None:
+        paths = sorted(glob.glob(os.path.join(d, "*", "latency.json")))
+    for p in paths:
         fd = os.path.dirname(p)
         accel = read_json(os.path.join(fd, "vm.json")).get("accel")
         ob = os.path.join(fd, "opbench.json")
@@ -310,6 +331,30 @@ def read_json(path):
 INDEX_KEYS = ("round", "seed", "host", "target")
 
 
+ARTEFACT_KINDS = ("walker-loops", "walk-count", "latency", "bpf-facts",
+                  "insn-profile")
+
+
+def read_artefacts(rdir):
+    """The lines of the run's artefacts.jsonl (bench-run.sh's artefact()),
+    each {"kind", "path" (relative to the run), ...}; [] when the run left
+    none. A line of an unknown kind, or naming a path that does not exist,
+    is an error of the run."""
+    path = os.path.join(rdir, "artefacts.jsonl")
+    if not os.path.exists(path):
+        return []
+    arts = read_records(path)
+    for i, a in enumerate(arts, 1):
+        if a.get("kind") not in ARTEFACT_KINDS or not a.get("path"):
+            raise ResultsError("%s:%d: not an artefact line (kind one of %s, "
+                               "and a path): %r" % (
+                                   path, i, ", ".join(ARTEFACT_KINDS), a))
+        if not os.path.exists(os.path.join(rdir, a["path"])):
+            raise ResultsError("%s:%d: %s names %s, which is not in the run" %
+                               (path, i, a["kind"], a["path"]))
+    return arts
+
+
 def read_index(rdir):
     """The run's index, {"run": run.json's object, "boots": boots.jsonl's
     lines}, as microbench/plan.py writes it; None for a run made before
@@ -369,14 +414,20 @@ def load(rdir):
     if not os.path.isdir(rdir):
         raise ResultsError("%s is not a directory; give a results/<date>-"
                            "<label>/ directory written by make bench" % rdir)
-    boots = []
+    boots, not_run = [], []
     index = read_index(rdir)
+    # A run with an index names what its stages left (artefacts.jsonl);
+    # one made before it is searched by name.
+    arts = read_artefacts(rdir) if index is not None else None
     if index is not None:
         # The run's index (microbench/plan.py): the boots it planned, each
-        # with its round, seed, host and target; a boot that left no
-        # directory is there with no records.
+        # with its round, seed, host and target; a planned boot that left
+        # no directory (a run cut short) is listed as not run.
         for e in index["boots"]:
             d = os.path.join(rdir, e["dir"])
+            if not os.path.isdir(d):
+                not_run.append(e["dir"])
+                continue
             m = BOOT_RE.match(e["dir"])
             boots.append(dict(_boot(d, m), **{k: e[k] for k in INDEX_KEYS}))
             boots += _variant_boots(boots[-1], d)
@@ -398,12 +449,18 @@ def load(rdir):
     return {"dir": os.path.abspath(rdir), "name": os.path.basename(
         os.path.abspath(rdir)),
             "index": index["run"] if index is not None else None,
+            "not_run": not_run,
             "provenance": read_kv(
             os.path.join(rdir, "provenance")), "boots": boots,
             "manifest": read_kv(os.path.join(rdir, "manifest")),
             "incomplete": (read_kv(os.path.join(rdir, INCOMPLETE))
                            if os.path.exists(os.path.join(rdir, INCOMPLETE))
                            else None),
-            "walk_counts": walk_counts(rdir),
-            "latency": latency_records(os.path.join(rdir, "latency")),
-            "walker_loops": walker_loops(rdir)}
+            "walk_counts": walk_counts(rdir, arts),
+            "latency": latency_records(
+                os.path.join(rdir, "latency"),
+                None if arts is None else
+                [os.path.join(rdir, a["path"]) for a in arts
+                 if a["kind"] == "latency"]),
+            "walker_loops": walker_loops(rdir, arts),
+            "artefacts": arts}

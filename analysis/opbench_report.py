@@ -47,10 +47,11 @@ def header(a):
                            "it stopped before the benchmarks and tracing "
                            "completed"))
     native = h["runner"] == "native"
-    lines += field("Run", "plan %s; %d %s in order %s; %s" % (
+    lines += field("Run", "plan %s; %d %s in order %s; %s%s" % (
         _q(h["plan"]), len(h["boot_order"]),
         "repetitions" if native else "boots", " ".join(h["boot_order"]),
-        p.get("ops", "")))
+        p.get("ops", ""), "; planned and not run: %s" % " ".join(
+            h["not_run"]) if h.get("not_run") else ""))
     if native:
         lines += field("Runner", "native: the plan's programs on this "
                        "machine's running kernel, no QEMU, no tracing; each "

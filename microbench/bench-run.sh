@@ -69,6 +69,10 @@ esac
 # microbench/plan.py, which writes the run's index (run.json, boots.jsonl)
 # once the run's directory is made.
 boots=${BOOTS:-5}
+# The fast path's bound (the ops series' RSEQ_OP_IRQS_OFF_MAX): the N at
+# which the tracing counts walks and profiles instructions.
+bound=$("$PYTHON" "$TOPDIR/microbench/plan.py" fact irqs_off_max) ||
+	die "the fast path's bound is not known: $bound"
 seed=${SEED:-$(( $(date +%s) % 1000000 + 1 ))}
 if ! [[ "$seed" =~ ^[0-9]+$ ]] || [ "$seed" -lt 1 ]; then
 	die "SEED='$seed': want a positive integer (it orders the boots and the cells, and is recorded)"
@@ -124,6 +128,15 @@ if [ "$runner" = qemu ]; then
 		bcells+=("$c")
 	done <<< "$idx"
 fi
+# artefact KIND PATH [KEY=VALUE...]: one line of the run's artefacts.jsonl,
+# what a stage left for the analysis beside the boots: the loader
+# (analysis/opbench_io.py) reads what these lines name, and nothing else.
+artefact() {
+	local kind=$1 path=${2#"$out"/} kv="" a
+	shift 2
+	for a in "$@"; do kv+=", \"${a%%=*}\": \"${a#*=}\""; done
+	printf '{"kind": "%s", "path": "%s"%s}\n' "$kind" "$path" "$kv" >> "$out/artefacts.jsonl"
+}
 stage=benchmarks
 # The long children (boots, tracing) run in the background and are waited
 # for: bash runs a trap only once its foreground child has ended, and a
@@ -269,9 +282,12 @@ for f in "${fl[@]}"; do
 	fn=$(awk '$3 == "rseq_ops_apply" || $3 == "rseq_apply_ops" ||
 		$3 == "rseq_apply_ops_or_report" { print $3; exit }' "$k/System.map")
 	[ -n "$fn" ] || continue
-	"$PYTHON" "$TOPDIR/analysis/walker_loops.py" "$k/vmlinux" "$fn" \
-		> "$out/walker-loops/$f.txt" 2>&1 ||
+	if "$PYTHON" "$TOPDIR/analysis/walker_loops.py" "$k/vmlinux" "$fn" \
+		> "$out/walker-loops/$f.txt" 2>&1; then
+		artefact walker-loops "$out/walker-loops/$f.txt" flavour="$f" function="$fn"
+	else
 		log "walker loops of $f ($fn) not counted: $(tail -1 "$out/walker-loops/$f.txt")"
+	fi
 done
 
 t0=$(date +%s)
@@ -312,24 +328,32 @@ took[benchmarks]=$(( $(date +%s) - t ))
 # destinations): the report's "Why not BPF?" reads bpf/*/facts.txt.
 if [ "$runner" = qemu ] && [[ " ${fl[*]} " == *" bpf "* ]]; then
 	log "the BPF design's requirements, measured in a boot of bpf (microbench/bpf/bpf-run.sh facts)"
-	if ! waited env RESULTS_ROOT="$out/bpf" "$TOPDIR/microbench/bpf/bpf-run.sh" facts bpf \
+	if waited env RESULTS_ROOT="$out/bpf" "$TOPDIR/microbench/bpf/bpf-run.sh" facts bpf \
 		> "$out/bpf-facts.log" 2>&1; then
+		# bpf-run.sh prints its directory last.
+		artefact bpf-facts "$(tail -1 "$out/bpf-facts.log")/facts.txt" flavour=bpf
+	else
 		log "measuring the BPF design's requirements failed (see $out/bpf-facts.log); the benchmarks are not affected"
 		rc=1
 	fi
 fi
 stage=tracing
 if [ "$runner" = qemu ]; then
-	step 2 "tracing: flame graph of signal, walk latency of switch at 2048 operations, walks per loop counted at 64"
+	step 2 "tracing: flame graph of signal, walk latency of switch at 2048 operations, walks per loop counted at $bound"
 else
 	step 2 "tracing: none natively"
 fi
 # trace.sh with its own LOOPS and SAMPLES (none of the plan's settings)
 # and the run's own opbench, the binary its boots measured.
+# The directory it made (trace.sh prints it last) is in $traced after.
+traced=
 trace() {
+	traced=
 	# shellcheck disable=SC2046 # one -u per name
 	waited env $(printf -- '-u %s ' $PLAN_VARS) RESULTS_ROOT="$out/tracing" \
-		OPBENCH="$out/bin/opbench" "$TOPDIR/tracing/trace.sh" "$@" >/dev/null
+		OPBENCH="$out/bin/opbench" "$TOPDIR/tracing/trace.sh" "$@" > "$out/tracing.last" || return
+	traced=$(tail -1 "$out/tracing.last")
+	rm -f "$out/tracing.last"
 }
 t=$(date +%s)
 if [ "$runner" = native ]; then
@@ -341,10 +365,13 @@ elif [[ " $FLAVOURS " == *" ops "* ]]; then
 		rc=1
 	fi
 	# The walks per loop each benchmark declares, counted once per run by
-	# bpftrace (rseq_ops_rate.bt) at N=64; the report sets them side by side.
+	# bpftrace (rseq_ops_rate.bt) at N = the bound; the report sets them
+	# side by side.
 	for b in switch preempt signal; do
 		[[ " $BENCHES " == *" $b "* ]] || continue
-		if ! trace bpf ops rseq_ops_rate.bt "$b" 64; then
+		if trace bpf ops rseq_ops_rate.bt "$b" "$bound"; then
+			artefact walk-count "$traced" bench="$b" nr_ops="$bound" flavour=ops
+		else
 			log "counting the walks of $b failed (see $out/tracing/); the report says it is missing"
 			rc=1
 		fi
@@ -357,7 +384,9 @@ fi
 # header (make plugin-header; make bench-walker makes it).
 if [ "$runner" = qemu ] && [[ " ${fl[*]} " == *" bpf "* ]]; then
 	if qh=$(manifest_get qemu_plugin_h 2>/dev/null) && [ -f "$qh/qemu-plugin.h" ]; then
-		if ! trace insn bpf switch 64 ops 64; then
+		if trace insn bpf switch "$bound" ops "$bound"; then
+			artefact insn-profile "$traced" bench=switch nr_ops="$bound" flavours="bpf ops"
+		else
 			log "the instruction profile of bpf failed (see $out/tracing/); the report says it is missing"
 			rc=1
 		fi
@@ -369,8 +398,12 @@ fi
 # (KCONFIG=latency, built by make bench-kernels for the plan's LATENCY).
 if [ "$runner" = qemu ] && [ -n "${LATENCY:-}" ]; then
 	# shellcheck disable=SC2086 # a list of flavours
-	if ! waited env OPBENCH="$out/bin/opbench" "$TOPDIR/tracing/latency.sh" \
+	if waited env OPBENCH="$out/bin/opbench" "$TOPDIR/tracing/latency.sh" \
 		"$out/latency" $LATENCY >/dev/null; then
+		for f in $LATENCY; do
+			artefact latency "$out/latency/$f/latency.json" flavour="$f"
+		done
+	else
 		log "the latency step failed (see $out/latency/); the benchmarks and their analysis are not affected"
 		rc=1
 	fi

@@ -102,10 +102,12 @@ tcmalloc() {
 	done
 }
 
-# run_cell OUT WORD BENCH OPS TYPE [OPTION...]: one cell into OUT.
+# run_cell OUT WORD BENCH OPS TYPE VOPTS [OPTION...]: one cell into OUT,
+# VOPTS the options of the word's variant (before EXTRA, which can
+# override them), OPTION... after it.
 run_cell() {
-	out=$1 word=$2 b=$3 ops=$4 t=$5
-	shift 5
+	out=$1 word=$2 b=$3 ops=$4 t=$5 vopt=$6
+	shift 6
 	topt=
 	cpuopt=
 	loops=$LOOPS
@@ -117,7 +119,7 @@ run_cell() {
 	fi
 	echo "guest-bench: $word type $t ops $ops $*" >&2
 	# shellcheck disable=SC2086 # the options are lists
-	"$opbench" -n "$ops" $topt $cpuopt -l "$loops" -s "$SAMPLES" -w "$WARMUP" \
+	"$opbench" -n "$ops" $topt $cpuopt $vopt -l "$loops" -s "$SAMPLES" -w "$WARMUP" \
 		--seed "$seed" ${EXTRA:-} "$@" "$b" >> "$out" 2>> opbench.log
 	st=$?
 	[ "$b" = preempt ] && cpus_online 1
@@ -137,10 +139,8 @@ bpf_via=
 if [ -x ./rseq-bpf-ops ]; then
 	while read -r word b ops t opts <&3; do
 		case $word in switch | signal | preempt) ;; *) continue ;; esac
-		# shellcheck disable=SC2086 # a list of options
-		run_cell bpf-zero.json "$word" "$b" 0 "$t" $opts -f bpf-unused
-		# shellcheck disable=SC2086
-		run_cell bpf-zero.json "$word" "$b" 0 "$t" $opts -f bpf-noprog --via bpf
+		run_cell bpf-zero.json "$word" "$b" 0 "$t" "$opts" -f bpf-unused
+		run_cell bpf-zero.json "$word" "$b" 0 "$t" "$opts" -f bpf-noprog --via bpf
 	done 3< "$CELLS"
 	{
 		echo "== rseq-bpf-ops load"
@@ -160,8 +160,8 @@ while read -r word b ops t opts <&3; do
 		tcmalloc
 		continue
 	fi
-	# shellcheck disable=SC2086 # lists of options
-	run_cell opbench.json "$word" "$b" "$ops" "$t" $opts $bpf_via
+	# shellcheck disable=SC2086 # empty or one option
+	run_cell opbench.json "$word" "$b" "$ops" "$t" "$opts" $bpf_via
 done 3< "$CELLS"
 if [ -n "$bpf_via" ]; then
 	{

@@ -113,6 +113,10 @@ sh "$bin/host-state.sh" > "$out/host-state" 2>/dev/null
 	echo "ops=$SWEEP loops=$LOOPS preempt_loops=${PREEMPT_LOOPS:-$LOOPS} samples=$SAMPLES warmup=$WARMUP"
 	echo "perf_bench=${PERF_BENCH:-0}"
 	echo "benches=$BENCHES types=${TYPES:-}"
+	# What ran: the cells (SWEEP, BENCHES and TYPES say what they were
+	# planned from).
+	echo "cells_sha256=$(sha256sum < "$cells" | cut -c1-16)"
+	echo "cells_count=$(( $(wc -l < "$cells") ))"
 	echo "host_kernel=$rel"
 	echo "host_cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
 	echo "host_cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?')"

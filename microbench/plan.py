@@ -10,6 +10,8 @@ boots' only shuffle, and the only parser of a benchmark word.
     plan.py cells PLAN   the plan's cells, one line each, in the plan's
                          order (the native runner and the kit draw each
                          repetition's order themselves)
+    plan.py fact NAME    a fact decided once: list_limit (rseq-op-abi.h) or
+                         irqs_off_max (the ops flavour's series)
     plan.py index PLAN OUT --seed S [--runner R] [--accel A]
                          the run's index in OUT: run.json (the resolved plan,
                          the seed, the runner), boots.jsonl (one line per
@@ -99,6 +101,34 @@ def flavour_decls():
     return out
 
 
+def series_patches(series):
+    """The patch files of a series directory, as common.sh's patch_list
+    orders them (a `series` file, or *.patch by name)."""
+    order = os.path.join(series, "series")
+    if os.path.isfile(order):
+        with open(order) as f:
+            names = [ln.split("#")[0].strip() for ln in f]
+        return [os.path.join(series, n) for n in names if n]
+    return sorted(os.path.join(series, n) for n in os.listdir(series)
+                  if n.endswith(".patch"))
+
+
+def fast_path_bound(decls):
+    """RSEQ_OP_IRQS_OFF_MAX as the ops flavour's series defines it: the
+    most operations its exit applies with interrupts off (the bound's one
+    declaration is the series itself); None when the series has none."""
+    series = os.path.join(TOP, decls.get("ops", {}).get("series", ""))
+    if not os.path.isdir(series):
+        return None
+    for p in series_patches(series):
+        with open(p, errors="replace") as f:
+            m = re.search(r"^\+#define\s+RSEQ_OP_IRQS_OFF_MAX\s+(\d+)\s*$",
+                          f.read(), re.M)
+        if m:
+            return int(m.group(1))
+    return None
+
+
 def plan_names():
     return sorted(f[:-len(".plan")] for f in os.listdir(PLANS)
                   if f.endswith(".plan"))
@@ -174,6 +204,10 @@ def expand_word(word, sweep, types):
     if variant and variant not in VARIANTS:
         raise PlanError("BENCHES: %s: unknown variant '%s' (%s)" %
                         (word, variant, ", ".join(sorted(VARIANTS))))
+    if word.endswith("@"):
+        raise PlanError("BENCHES: %s: an empty list of N after '@' (give "
+                        "N, e.g. %s0,1, or drop the '@' for SWEEP)" %
+                        (word, word))
     ops = ops or sweep
     op_list(ops, "the N of %s" % word)
     return ["%s %s %s %s" % (word, name, ops, t) +
@@ -188,7 +222,7 @@ def resolve(plan):
     for k in ("LOOPS", "SAMPLES", "WARMUP"):
         number(plan, k, least=1 if k != "WARMUP" else 0)
     number(plan, "PREEMPT_LOOPS", least=1, default=0)
-    b = plan.get("BOOTS", "5")
+    b = plan.get("BOOTS") or "5"
     if not b.isdigit() or int(b) < 1:
         raise PlanError("BOOTS='%s': want a number of boots per flavour, at "
                         "least 1 (3 or more for the A/A floor)" % b)
@@ -258,6 +292,7 @@ def index(name, out, seed, runner, accel, env):
         "seed": seed, "runner": runner, "accel": accel, "host": host,
         "boots_per_flavour": boots, "flavours": flavours,
         "list_limit": list_limit(), "cells": cells,
+        "irqs_off_max": fast_path_bound(flavour_decls()),
         "flavour_decls": flavour_decls()}, indent=1) + "\n")
     lines = []
     table = []
@@ -278,9 +313,22 @@ def index(name, out, seed, runner, accel, env):
 
 def main(argv):
     env = dict(os.environ)
+    if len(argv) == 3 and argv[1] == "fact":
+        facts = {"list_limit": list_limit,
+                 "irqs_off_max": lambda: fast_path_bound(flavour_decls())}
+        if argv[2] not in facts:
+            raise PlanError("plan.py fact: want one of %s" %
+                            " ".join(sorted(facts)))
+        v = facts[argv[2]]()
+        if v is None:
+            raise PlanError("%s: not found (the ops flavour's series, "
+                            "kernel-patch/flavours/ops.flavour)" % argv[2])
+        print(v)
+        return
     if len(argv) < 3 or argv[1] not in ("sh", "make", "cells", "index"):
-        raise PlanError("usage: plan.py sh|make|cells PLAN, or plan.py index "
-                        "PLAN OUT --seed S [--runner R] [--accel A]")
+        raise PlanError("usage: plan.py sh|make|cells PLAN, plan.py index "
+                        "PLAN OUT --seed S [--runner R] [--accel A], or "
+                        "plan.py fact list_limit|irqs_off_max")
     cmd, name = argv[1], argv[2]
     if cmd == "index":
         opt = {"--seed": None, "--runner": "qemu", "--accel": "icount"}

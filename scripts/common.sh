@@ -325,8 +325,14 @@ new_run_dir() {
 # variable already set in the environment wins over the plan's line.
 PLAN_VARS="FLAVOURS SWEEP LOOPS PREEMPT_LOOPS SAMPLES WARMUP BENCHES TYPES BOOTS PERF_BENCH LATENCY"
 load_plan() {
-	local vars
-	vars=$("$PYTHON" "$TOPDIR/microbench/plan.py" sh "$1" 2>&1) || die "$vars"
+	local vars err
+	err=$(mktemp)
+	if ! vars=$("$PYTHON" "$TOPDIR/microbench/plan.py" sh "$1" 2>"$err"); then
+		vars=$(cat "$err")
+		rm -f "$err"
+		die "$vars"
+	fi
+	rm -f "$err"
 	eval "$vars"
 	# shellcheck disable=SC2086,SC2163 # export each name in the list
 	export $PLAN_VARS

@@ -87,6 +87,8 @@ def test_index_rounds_seeds_and_cells(tmp_path):
              .splitlines()]
     run = json.loads((out / "run.json").read_text())
     assert run["seed"] == 7 and run["flavours"] == ["baseline", "ops", "v2"]
+    assert run["irqs_off_max"] == int(plan("fact", "irqs_off_max").stdout)
+    assert run["list_limit"] == int(plan("fact", "list_limit").stdout)
     assert [b["boot"] for b in boots] == list(range(1, 10))
     for rnd in range(3):
         got = sorted(b["flavour"] for b in boots if b["round"] == rnd)
@@ -120,7 +122,7 @@ def test_index_never_overwrites(tmp_path):
 
 def test_loader_reads_the_index(tmp_path):
     """The analysis takes each boot's round from the index, and a planned
-    boot that left no directory is there, without records."""
+    boot that left no directory is listed as not run."""
     out = tmp_path / "run"
     assert index(out, 5, FLAVOURS="baseline ops", BOOTS="2").returncode == 0
     boots = [json.loads(x) for x in (out / "boots.jsonl").read_text()
@@ -133,11 +135,11 @@ def test_loader_reads_the_index(tmp_path):
     (out / "boot-99-ops").mkdir()
     (out / "boot-99-ops" / "opbench.json").write_text(json.dumps(rec) + "\n")
     run = opbench_io.load(str(out))
-    assert [b["index"] for b in run["boots"]] == [1, 2, 3, 4]
-    assert run["boots"][-1]["records"] == []
+    assert [b["index"] for b in run["boots"]] == [1, 2, 3]
+    assert run["not_run"] == [boots[-1]["dir"]]
     assert run["index"]["seed"] == 5
     assert opbench_data.rounds_of(run) == {b["boot"]: b["round"]
-                                           for b in boots}
+                                           for b in boots[:-1]}
     (out / "boots.jsonl").write_text('{"boot": 1}\n')
     with pytest.raises(opbench_io.ResultsError, match="not written by"):
         opbench_io.load(str(out))
@@ -185,3 +187,70 @@ def test_a_flavour_declared_is_a_design_by_its_rank():
     # A run made before the index keeps the names it was reported with.
     assert designs.designs_of(None)[0][0] == \
         ("ops", "series v3, kept in the kernel")
+
+
+# The artefacts a run's stages leave (artefacts.jsonl) -------------------------
+
+def _walk_count_dir(d, bench, walks):
+    (d / "ops").mkdir(parents=True)
+    (d / "ops" / "rseq_ops_rate.bt.out").write_text(
+        "@walks[%s]: %d\n" % (bench, walks))
+    (d / "ops" / "opbench.json").write_text(json.dumps(
+        {"kind": "sample", "bench": bench, "nr_ops": 64, "loops": 100,
+         "warmup": 1}) + "\n")
+
+
+def test_loader_reads_what_the_artefacts_name(tmp_path):
+    """A run with an index reads its tracing, latency and walker loops from
+    the paths artefacts.jsonl names, never a directory found by name."""
+    out = tmp_path / "run"
+    assert index(out, 5, FLAVOURS="baseline ops", BOOTS="1").returncode == 0
+    rec = {"kind": "sample", "bench": "syscall", "nr_ops": 0}
+    for b in (out / "boots.jsonl").read_text().splitlines():
+        d = out / json.loads(b)["dir"]
+        d.mkdir()
+        (d / "opbench.json").write_text(json.dumps(rec) + "\n")
+    named = out / "tracing" / "20261207T000000Z-trace-bpf-ops-x"
+    _walk_count_dir(named, "switch", 200)
+    # Found by the old glob, named by no artefact: not read.
+    _walk_count_dir(out / "tracing" / "20261207T000001Z-trace-bpf-ops-"
+                    "rseq_ops_rate-signal-64", "signal", 100)
+    (out / "walker-loops").mkdir()
+    (out / "walker-loops" / "ops.txt").write_text(
+        "rseq_ops_apply +0x10..+0x40 12 3 2 0\n")
+    (out / "walker-loops" / "v2.txt").write_text(
+        "rseq_apply_ops +0x10..+0x40 20 5 3 0\n")
+    (out / "artefacts.jsonl").write_text(
+        '{"kind": "walk-count", "path": "%s", "bench": "switch", '
+        '"nr_ops": "64", "flavour": "ops"}\n'
+        '{"kind": "walker-loops", "path": "walker-loops/ops.txt", '
+        '"flavour": "ops", "function": "rseq_ops_apply"}\n'
+        % named.relative_to(out))
+    run = opbench_io.load(str(out))
+    assert [w["bench"] for w in run["walk_counts"]] == ["switch"]
+    assert run["walk_counts"][0]["measured"] == 200 / (100 * 2)
+    assert list(run["walker_loops"]) == ["ops"]
+    assert run["latency"] == []
+    with open(out / "artefacts.jsonl", "a") as f:
+        f.write('{"kind": "latency", "path": "latency/ops/latency.json"}\n')
+    with pytest.raises(opbench_io.ResultsError, match="not in the run"):
+        opbench_io.load(str(out))
+
+
+def test_facts_from_their_one_declaration():
+    """The list limit from rseq-op-abi.h, the fast path's bound from the
+    ops flavour's series, each recorded in the index."""
+    import re
+    with open(os.path.join(TOP, "microbench", "rseq-op-abi.h")) as f:
+        limit = int(re.search(r"OB_RSEQ_OP_LIST_LIMIT\s+(\d+)",
+                              f.read()).group(1))
+    assert plan("fact", "list_limit").stdout.strip() == str(limit)
+    bound = plan("fact", "irqs_off_max")
+    assert bound.returncode == 0, bound.stderr
+    series = os.path.join(TOP, "kernel-patch", "series")
+    text = "".join(open(os.path.join(series, p), errors="replace").read()
+                   for p in os.listdir(series) if p.endswith(".patch"))
+    assert "+#define RSEQ_OP_IRQS_OFF_MAX\t%s\n" % bound.stdout.strip() \
+        in text
+    r = plan("fact", "nosuch")
+    assert r.returncode == 2 and "list_limit" in r.stderr

@@ -38,7 +38,11 @@ export BUILDROOT_MAKE=no	# after the build: use the build root, never make it
 out=$1
 shift
 accel=$(accel_for measure)
-ns=${NS:-0 64 65 2048}
+# Either side of the fast path's bound, and the list limit: facts decided
+# once (microbench/plan.py fact).
+bound=$("$PYTHON" "$TOPDIR/microbench/plan.py" fact irqs_off_max) || die "the fast path's bound is not known (above)"
+limit=$("$PYTHON" "$TOPDIR/microbench/plan.py" fact list_limit) || die "the list limit is not known (above)"
+ns=${NS:-0 $bound $((bound + 1)) $limit}
 layouts=${LAYOUTS:-packed scattered}
 tracers=${TRACERS:-walk irqsoff preemptoff}
 loops=${LATENCY_LOOPS:-200}
@@ -46,7 +50,7 @@ loops=${LATENCY_LOOPS:-200}
 smp=${SMP:-1}
 [[ "$smp" =~ ^[1-9][0-9]*$ ]] || die "SMP='$smp': want a number of vCPUs (default 1)"
 for n in $ns; do
-	[[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -le 2048 ] || die "NS='$ns': want numbers of operations 0..2048"
+	[[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -le "$limit" ] || die "NS='$ns': want numbers of operations 0..$limit"
 done
 for l in $layouts; do
 	case $l in packed | scattered) ;; *) die "LAYOUTS='$layouts': want packed and/or scattered" ;; esac

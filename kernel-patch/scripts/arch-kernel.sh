@@ -5,7 +5,8 @@
 # Usage: kernel-patch/scripts/arch-kernel.sh [--check] ARCH FLAVOUR
 #   ARCH     ppc32 (powerpc book3s/32 with KUAP, for qemu-system-ppc -M mac99)
 #            or arm64 (for qemu-system-aarch64 -M virt)
-#   FLAVOUR  baseline | ops (series v3) | v2 | rfc | a name with SERIES_<name>
+#   FLAVOUR  a flavour declared in kernel-patch/flavours/ (baseline, ops:
+#            series v4, v2, rfc, ...) or a name with SERIES_<name>
 #            set, as for the x86_64 kernels (common.sh, flavour_series)
 # Env:   CACHE_DIR, V=1 for the full build log
 #

@@ -46,15 +46,15 @@ if [ "$(flavour_get "$flavour" FIXED)" = 1 ]; then
 		die "$flavour is built from ${fixed#"$TOPDIR"/}/; name another flavour for SERIES=$series"
 	fi
 	series=$fixed
-	x=$(flavour_get "$flavour" EXTRA)
-	if [ -n "$x" ]; then
-		mapfile -t extra < <(patch_list "$TOPDIR/$x")
-		[ ${#extra[@]} -gt 0 ] || die "no patches in $x/: $flavour would be built from its series alone"
-	fi
 else
 	[ -n "$series" ] || series=$(flavour_series "$flavour")
 	[ -n "$series" ] ||
 		die "flavour '$flavour' needs a series: SERIES=<patch directory or mbox> (make kernel), or set SERIES_${flavour//-/_}=<patch directory or mbox>"
+fi
+x=$(flavour_get "$flavour" EXTRA)
+if [ -n "$x" ]; then
+	mapfile -t extra < <(patch_list "$TOPDIR/$x")
+	[ ${#extra[@]} -gt 0 ] || die "no patches in $x/: $flavour would be built from its series alone"
 fi
 if [ -n "$series" ]; then
 	[ -e "$series" ] || die "series '$series' does not exist; name a patch directory or an mbox"
