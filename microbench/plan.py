@@ -67,6 +67,27 @@ class PlanError(Exception):
     pass
 
 
+def read_declarations(path, keys, what):
+    """{KEY: value} of a file of KEY=VALUE lines as a shell reads them
+    (quotes, comments), KEY one of keys: a plan or a flavour's declaration.
+    """
+    out = {}
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            s = line.strip()
+            if not s or s.startswith("#"):
+                continue
+            key, eq, val = s.partition("=")
+            if not eq or key not in keys:
+                raise PlanError("%s:%d: not %s line (KEY=VALUE, KEY one of "
+                                "%s): %r" % (path, i, what, " ".join(keys), s))
+            try:
+                out[key] = " ".join(shlex.split(val, comments=True))
+            except ValueError as e:
+                raise PlanError("%s:%d: %s" % (path, i, e))
+    return out
+
+
 FLAVOURS_DIR = os.path.join(TOP, "kernel-patch", "flavours")
 FLAVOUR_KEYS = ("SERIES", "FIXED", "EXTRA", "SEMANTICS", "DESIGN", "LABEL",
                 "COLOUR")
@@ -80,18 +101,8 @@ def flavour_decls():
         if not f.endswith(".flavour"):
             continue
         path = os.path.join(FLAVOURS_DIR, f)
-        d = {}
-        with open(path) as fh:
-            for i, line in enumerate(fh, 1):
-                s = line.strip()
-                if not s or s.startswith("#"):
-                    continue
-                key, eq, val = s.partition("=")
-                if not eq or key not in FLAVOUR_KEYS:
-                    raise PlanError("%s:%d: not a declaration line (KEY=VALUE, "
-                                    "KEY one of %s): %r" % (
-                                        path, i, " ".join(FLAVOUR_KEYS), s))
-                d[key.lower()] = " ".join(shlex.split(val, comments=True))
+        d = {k.lower(): v for k, v in
+             read_declarations(path, FLAVOUR_KEYS, "a declaration").items()}
         if d.get("design"):
             if not d["design"].isdigit():
                 raise PlanError("%s: DESIGN='%s': want its rank, a whole "
@@ -147,21 +158,7 @@ def read_plan(name, env):
     if "/" in name or not os.path.isfile(path):
         raise PlanError("PLAN='%s' is unknown; use one of: %s" %
                         (name, " ".join(plan_names())))
-    plan = {}
-    with open(path) as f:
-        for i, line in enumerate(f, 1):
-            s = line.strip()
-            if not s or s.startswith("#"):
-                continue
-            key, eq, val = s.partition("=")
-            if not eq or key not in VARS:
-                raise PlanError("%s:%d: not a plan line (KEY=VALUE, KEY one "
-                                "of %s): %r" % (path, i, " ".join(VARS), s))
-            try:
-                words = shlex.split(val, comments=True)
-            except ValueError as e:
-                raise PlanError("%s:%d: %s" % (path, i, e))
-            plan[key] = " ".join(words)
+    plan = read_declarations(path, VARS, "a plan")
     for v in VARS:
         if v in env:
             plan[v] = env[v]
