@@ -116,18 +116,6 @@ out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "$label")
 # report takes it unnamed. A SIGINT or SIGTERM says so in the marker, with
 # the step it stopped.
 echo "started=$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$out/INCOMPLETE"
-# The run's index: one line per boot, "<n> <flavour> <seed> <cells file>".
-order=() bseed=() bcells=()
-if [ "$runner" = qemu ]; then
-	idx=$(FLAVOURS="${fl[*]}" BOOTS=$boots "$PYTHON" "$TOPDIR/microbench/plan.py" \
-		index "$plan" "$out" --seed "$seed" --runner qemu --accel "$accel" 2>&1) ||
-		die "planning the run in $out failed: $idx"
-	while read -r _ f s c; do
-		order+=("$f")
-		bseed+=("$s")
-		bcells+=("$c")
-	done <<< "$idx"
-fi
 # artefact KIND PATH [KEY=VALUE...]: one line of the run's artefacts.jsonl,
 # what a stage left for the analysis beside the boots: the loader
 # (analysis/opbench_io.py) reads what these lines name, and nothing else.
@@ -211,10 +199,33 @@ else
 	STATIC=1 guest_programs "$out/bin" opbench tcmodel
 	cp "$TOPDIR/microbench/native-run.sh" "$TOPDIR/microbench/guest-bench.sh" \
 		"$TOPDIR/scripts/host-state.sh" "$out/bin/"
+fi
+# opbench's own table (what each benchmark walks, whether it runs alone,
+# whether the tracing counts its walks), as the run's binary says: the
+# guest's runs in the build root, which has the guest's glibc.
+if [ "$runner" = qemu ]; then
+	in_buildroot --bind "$out" "$out/bin/opbench" --list --json > "$out/benches.json" ||
+		die "opbench --list --json failed in the build root"
+else
+	"$out/bin/opbench" --list --json > "$out/bin/benches.json" ||
+		die "opbench --list --json failed"
 	# The plan's cells, in its order: native-run.sh draws each
 	# repetition's order from its seed.
-	"$PYTHON" "$TOPDIR/microbench/plan.py" cells "$plan" > "$out/bin/plan.cells" ||
-		die "planning the cells of plan $plan failed"
+	"$PYTHON" "$TOPDIR/microbench/plan.py" cells "$plan" --benches "$out/bin/benches.json" \
+		> "$out/bin/plan.cells" || die "planning the cells of plan $plan failed"
+fi
+# The run's index: one line per boot, "<n> <flavour> <seed> <cells file>".
+order=() bseed=() bcells=()
+if [ "$runner" = qemu ]; then
+	idx=$(FLAVOURS="${fl[*]}" BOOTS=$boots "$PYTHON" "$TOPDIR/microbench/plan.py" \
+		index "$plan" "$out" --benches "$out/benches.json" --seed "$seed" \
+		--runner qemu --accel "$accel" 2>&1) ||
+		die "planning the run in $out failed: $idx"
+	while read -r _ f s c; do
+		order+=("$f")
+		bseed+=("$s")
+		bcells+=("$c")
+	done <<< "$idx"
 fi
 # The run's own manifest: what the build steps made, and the benchmark
 # binaries every boot of this run ran.
@@ -367,8 +378,9 @@ elif [[ " $FLAVOURS " == *" ops "* ]]; then
 	# The walks per loop each benchmark declares, counted once per run by
 	# bpftrace (rseq_ops_rate.bt) at N = the bound; the report sets them
 	# side by side.
-	for b in switch preempt signal; do
-		[[ " $BENCHES " == *" $b "* ]] || continue
+	# The plan's benchmarks that opbench's table marks traced (run.json).
+	traced_benches=$("$PYTHON" -c 'import json, sys; print(" ".join(json.load(open(sys.argv[1]))["traced"]))' "$out/run.json")
+	for b in $traced_benches; do
 		if trace bpf ops rseq_ops_rate.bt "$b" "$bound"; then
 			artefact walk-count "$traced" bench="$b" nr_ops="$bound" flavour=ops
 		else

@@ -5,9 +5,10 @@
 # Run by microbench/bench-run.sh from the shared directory, with:
 #   CELLS=FILE  the boot's cells, one line each, run in the file's order
 #   (microbench/plan.py writes them; it alone reads plans and benchmark
-#   words): "WORD BENCH OPS TYPE [OPBENCH OPTION...]" runs opbench BENCH
-#   at N in OPS with type TYPE (default: the benchmark's own, opbench
-#   --list) and the options (a word's variant); "tcmalloc ..." runs tcmodel,
+#   words): "WORD BENCH OPS TYPE PLACE [OPBENCH OPTION...]" runs opbench
+#   BENCH at N in OPS with type TYPE (default: the benchmark's own,
+#   opbench --list), alone on CPU 0 when PLACE is alone (opbench's table
+#   says which), with the options (a word's variant); "tcmalloc ..." runs tcmodel,
 #   the TCMalloc model, in both modes (legacy, ops) into tcmodel.json:
 #   TCM_LOOPS iterations per sample (default LOOPS), PREEMPT_LOOPS
 #   preemptions, SAMPLES, WARMUP.
@@ -102,27 +103,28 @@ tcmalloc() {
 	done
 }
 
-# run_cell OUT WORD BENCH OPS TYPE VOPTS [OPTION...]: one cell into OUT,
-# VOPTS the options of the word's variant (before EXTRA, which can
-# override them), OPTION... after it.
+# run_cell OUT WORD BENCH OPS TYPE PLACE VOPTS [OPTION...]: one cell into
+# OUT; PLACE alone runs it alone (the other CPUs offline in a guest),
+# VOPTS are the options of the word's variant (before EXTRA, which can
+# override them), OPTION... go after EXTRA.
 run_cell() {
-	out=$1 word=$2 b=$3 ops=$4 t=$5 vopt=$6
-	shift 6
+	out=$1 word=$2 b=$3 ops=$4 t=$5 place=$6 vopt=$7
+	shift 7
 	topt=
 	cpuopt=
 	loops=$LOOPS
 	[ "$t" = default ] || topt="-t $t"
-	if [ "$b" = preempt ]; then
+	if [ "$place" = alone ]; then
 		cpus_online 0
 		cpuopt=$alone
-		loops=${PREEMPT_LOOPS:-$LOOPS}
 	fi
+	[ "$b" = preempt ] && loops=${PREEMPT_LOOPS:-$LOOPS}
 	echo "guest-bench: $word type $t ops $ops $*" >&2
 	# shellcheck disable=SC2086 # the options are lists
 	"$opbench" -n "$ops" $topt $cpuopt $vopt -l "$loops" -s "$SAMPLES" -w "$WARMUP" \
 		--seed "$seed" ${EXTRA:-} "$@" "$b" >> "$out" 2>> opbench.log
 	st=$?
-	[ "$b" = preempt ] && cpus_online 1
+	[ "$place" = alone ] && cpus_online 1
 	account $st "opbench $b"
 }
 
@@ -137,10 +139,10 @@ run_cell() {
 # program runs and finds no operation.
 bpf_via=
 if [ -x ./rseq-bpf-ops ]; then
-	while read -r word b ops t opts <&3; do
+	while read -r word b ops t place opts <&3; do
 		case $word in switch | signal | preempt) ;; *) continue ;; esac
-		run_cell bpf-zero.json "$word" "$b" 0 "$t" "$opts" -f bpf-unused
-		run_cell bpf-zero.json "$word" "$b" 0 "$t" "$opts" -f bpf-noprog --via bpf
+		run_cell bpf-zero.json "$word" "$b" 0 "$t" "$place" "$opts" -f bpf-unused
+		run_cell bpf-zero.json "$word" "$b" 0 "$t" "$place" "$opts" -f bpf-noprog --via bpf
 	done 3< "$CELLS"
 	{
 		echo "== rseq-bpf-ops load"
@@ -155,13 +157,13 @@ if [ -x ./rseq-bpf-ops ]; then
 	bpf_via="--via bpf"
 fi
 
-while read -r word b ops t opts <&3; do
+while read -r word b ops t place opts <&3; do
 	if [ "$b" = tcmalloc ]; then
 		tcmalloc
 		continue
 	fi
 	# shellcheck disable=SC2086 # empty or one option
-	run_cell opbench.json "$word" "$b" "$ops" "$t" "$opts" $bpf_via
+	run_cell opbench.json "$word" "$b" "$ops" "$t" "$place" "$opts" $bpf_via
 done 3< "$CELLS"
 if [ -n "$bpf_via" ]; then
 	{

@@ -38,8 +38,9 @@ cp "$TOPDIR/microbench/native-run.sh" "$TOPDIR/microbench/guest-bench.sh" \
 	"$TOPDIR/scripts/host-state.sh" "$k/bin/"
 # The plan's cells (microbench/plan.py): what each repetition runs, in an
 # order native-run.sh draws.
-"$PYTHON" "$TOPDIR/microbench/plan.py" cells "$plan" > "$k/bin/plan.cells" ||
-	die "planning the cells of plan $plan failed"
+"$k/bin/opbench" --list --json > "$k/bin/benches.json" || die "opbench --list --json failed"
+"$PYTHON" "$TOPDIR/microbench/plan.py" cells "$plan" --benches "$k/bin/benches.json" \
+	> "$k/bin/plan.cells" || die "planning the cells of plan $plan failed"
 
 # The plan: each line sets its variable unless the caller did; BOOTS is
 # the number of repetitions (REPS) here.

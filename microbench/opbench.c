@@ -44,20 +44,48 @@
  */
 static const struct bench benches[] = {
 	{ "syscall", "getppid() round trip: no schedule, so no walk", 0,
-	  EXPECT_NONE, OP_NULL, bench_syscall },
+	  EXPECT_NONE, OP_NULL, bench_syscall, 0 },
 	{ "switch", "sched_yield() ping-pong of two threads on one CPU", 2,
-	  EXPECT_SWITCH, OP_NULL, bench_switch },
+	  EXPECT_SWITCH, OP_NULL, bench_switch, BENCH_TRACED },
 	{ "preempt", "a SCHED_FIFO waker preempts a spinner: one gap per preemption", 1,
-	  EXPECT_SWITCH, OP_NULL, bench_preempt },
+	  EXPECT_SWITCH, OP_NULL, bench_preempt, BENCH_ALONE | BENCH_TRACED },
 	{ "signal", "raise(), empty handler, return", 1,
-	  EXPECT_ALWAYS, OP_NULL, bench_signal },
+	  EXPECT_ALWAYS, OP_NULL, bench_signal, BENCH_TRACED },
 	{ "migrate", "sched_setaffinity() bounce between two CPUs", 2,
-	  EXPECT_ALWAYS, OP_CPU, bench_migrate },
+	  EXPECT_ALWAYS, OP_CPU, bench_migrate, 0 },
 	{ "register", "prctl() registering one more operation and unregistering it", 0,
-	  EXPECT_NONE, OP_NULL, bench_register },
+	  EXPECT_NONE, OP_NULL, bench_register, 0 },
 };
 
 #define NR_BENCHES	(int)(sizeof(benches) / sizeof(benches[0]))
+
+static const char *const expect_names[] = {
+	[EXPECT_NONE] = "none", [EXPECT_ALWAYS] = "always",
+	[EXPECT_SWITCH] = "switch",
+};
+
+/* The table, for people or (--json) as one JSON array for a run. */
+static void list_benches(bool json)
+{
+	for (int i = 0; i < NR_BENCHES; i++) {
+		const struct bench *b = &benches[i];
+
+		if (!json) {
+			printf("%-8s %-6s %s\n", b->name, op_type_name(b->type),
+			       b->summary);
+			continue;
+		}
+		/* The summaries hold no quote or backslash. */
+		printf("%s{\"name\":\"%s\",\"summary\":\"%s\",\"walks_per_loop\":%d,"
+		       "\"expect\":\"%s\",\"type\":\"%s\",\"alone\":%s,\"traced\":%s}",
+		       i ? "," : "[", b->name, b->summary, b->walks,
+		       expect_names[b->expect], op_type_name(b->type),
+		       b->flags & BENCH_ALONE ? "true" : "false",
+		       b->flags & BENCH_TRACED ? "true" : "false");
+	}
+	if (json)
+		printf("]\n");
+}
 
 /* Entries an --ops list may have. */
 #define OPS_LIST_MAX	64
@@ -121,11 +149,6 @@ void emit_head(struct bench_ctx *ctx, const char *kind)
 
 	emit_rec_head(&h, kind);
 }
-
-static const char *const expect_names[] = {
-	[EXPECT_NONE] = "none", [EXPECT_ALWAYS] = "always",
-	[EXPECT_SWITCH] = "switch",
-};
 
 /*
  * One sample: the median of its iterations' ticks, over the iterations that
@@ -404,7 +427,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: opbench [options] BENCH|all\n"
-		"       opbench --list\n"
+		"       opbench --list [--json]\n"
 		"options:\n"
 		"  -n, --ops LIST      operations per thread, comma separated (default 0,1,2048)\n"
 		"      --sweep         operations 0,1,2,4,...,2048\n"
@@ -458,6 +481,7 @@ int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{ "list", no_argument, NULL, 'L' },
+		{ "json", no_argument, NULL, 'J' },
 		{ "ops", required_argument, NULL, 'n' },
 		{ "sweep", no_argument, NULL, 'S' },
 		{ "type", required_argument, NULL, 't' },
@@ -479,15 +503,17 @@ int main(int argc, char **argv)
 	struct bench_ctx base = { .reg = REG_OWN, .type = OP_NR };
 	int ops[OPS_LIST_MAX] = { 0, 1, OB_RSEQ_OP_LIST_LIMIT }, nops = 3;
 	int opt, ret = 0;
+	bool list = false, list_json = false;
 
 	while ((opt = getopt_long(argc, argv, "n:t:r:" RUN_OPTS_SHORT, lopts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 'L':
-			for (int i = 0; i < NR_BENCHES; i++)
-				printf("%-8s %-6s %s\n", benches[i].name,
-				       op_type_name(benches[i].type), benches[i].summary);
-			return 0;
+			list = true;
+			break;
+		case 'J':
+			list_json = true;
+			break;
 		case 'n':
 			nops = parse_ops(optarg, ops, OPS_LIST_MAX);
 			if (nops <= 0) {
@@ -554,6 +580,14 @@ int main(int argc, char **argv)
 			if (opt != RUN_OPT_TAKEN)
 				return opt;
 		}
+	}
+	if (list_json && !list) {
+		fprintf(stderr, "opbench: --json goes with --list\n");
+		return 2;
+	}
+	if (list) {
+		list_benches(list_json);
+		return 0;
 	}
 	base.loops = ro.loops;
 	base.samples = ro.samples;

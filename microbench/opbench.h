@@ -82,6 +82,17 @@ static inline void mark_end(void)
 	asm volatile(".byte 0x0f, 0x1f, 0x80\n\t.long 0x21444e45" ::: "memory");
 }
 
+/*
+ * How a benchmark is run, beside what it measures (opbench --list --json
+ * exports them into a run, where the planner and the tracing read them):
+ *   BENCH_ALONE	on one CPU with the others offline, in a guest: no
+ *			other vCPU's instructions fall into its gaps (preempt)
+ *   BENCH_TRACED	its walks per loop are counted by the tracing step
+ *			(bpftrace) against what it declares
+ */
+#define BENCH_ALONE	0x1
+#define BENCH_TRACED	0x2
+
 struct bench {
 	const char *name;
 	const char *summary;
@@ -89,6 +100,7 @@ struct bench {
 	enum iter_expect expect;	/* what each iteration must show */
 	enum op_type type;	/* operation type when --type is not given */
 	int (*fn)(struct bench_ctx *ctx);
+	unsigned int flags;	/* BENCH_ALONE, BENCH_TRACED */
 };
 
 /* opbench.c: the harness's records and threads */

@@ -7,18 +7,22 @@ boots' only shuffle, and the only parser of a benchmark word.
                          load_plan evaluates them)
     plan.py make PLAN    PLAN_FLAVOURS and PLAN_LATENCY as make assignments,
                          joined by " ;; " (the Makefile reads them once)
-    plan.py cells PLAN   the plan's cells, one line each, in the plan's
+    plan.py cells PLAN --benches FILE
+                         the plan's cells, one line each, in the plan's
                          order (the native runner and the kit draw each
-                         repetition's order themselves)
+                         repetition's order themselves); FILE is opbench's
+                         table (opbench --list --json)
     plan.py fact NAME    a fact decided once: list_limit (rseq-op-abi.h) or
                          irqs_off_max (the ops flavour's series)
-    plan.py index PLAN OUT --seed S [--runner R] [--accel A]
-                         the run's index in OUT: run.json (the resolved plan,
-                         the seed, the runner), boots.jsonl (one line per
-                         boot: its number, round, flavour, seed, target,
-                         directory and cells) and plan/boot-<n>.cells (the
-                         cells the boot runs, in its order); prints one
-                         line per boot: "<n> <flavour> <seed> <cells file>"
+    plan.py index PLAN OUT --benches FILE --seed S [--runner R] [--accel A]
+                         the run's index in OUT: run.json (the resolved
+                         plan, the seed, the runner, opbench's table, the
+                         benchmarks the tracing counts), boots.jsonl (one
+                         line per boot: its number, round, flavour, seed,
+                         target, directory and cells) and
+                         plan/boot-<n>.cells (the cells the boot runs, in
+                         its order); prints one line per boot: "<n>
+                         <flavour> <seed> <cells file>"
 
 A plan is microbench/plans/<PLAN>.plan, KEY=VALUE lines as a shell reads
 them; a variable set in the environment (even empty) wins over its line.
@@ -27,8 +31,11 @@ A benchmark word is NAME[:VARIANT][@N,N,...]: VARIANT scattered
 (--reg); @N,... replaces SWEEP for it. The word tcmalloc runs the TCMalloc
 model. A cell line, as microbench/guest-bench.sh runs it:
 
-    WORD BENCH OPS TYPE [OPBENCH OPTION...]      ("default": the bench's type)
-    tcmalloc tcmalloc - -
+    WORD BENCH OPS TYPE PLACE [OPTION...]   TYPE "default": the bench's own;
+                                            PLACE "alone" (the other CPUs
+                                            offline in a guest) or "any",
+                                            from opbench's table
+    tcmalloc tcmalloc - - any
 
 Bad input exits 2 with a message that names the problem and the fix.
 """
@@ -187,10 +194,22 @@ def op_list(text, what):
     return ns
 
 
-def expand_word(word, sweep, types):
+def read_benches(path):
+    """{name: row} of opbench's table as opbench --list --json exports it
+    (name, summary, walks_per_loop, expect, type, alone, traced)."""
+    try:
+        with open(path) as f:
+            rows = json.load(f)
+        return {r["name"]: r for r in rows}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise PlanError("--benches %s: not opbench's table (opbench --list "
+                        "--json): %s" % (path, e))
+
+
+def expand_word(word, sweep, types, benches):
     """The cell lines of one benchmark word."""
     if word == "tcmalloc":
-        return ["tcmalloc tcmalloc - -"]
+        return ["tcmalloc tcmalloc - - any"]
     name, _, rest = word.partition(":")
     variant, _, ops = rest.partition("@")
     if "@" in name:
@@ -207,13 +226,20 @@ def expand_word(word, sweep, types):
                         (word, word))
     ops = ops or sweep
     op_list(ops, "the N of %s" % word)
-    return ["%s %s %s %s" % (word, name, ops, t) +
+    if benches is None:	# sh, make: the words' grammar only
+        return []
+    if name not in benches:
+        raise PlanError("BENCHES: %s: opbench has no benchmark '%s' (%s, "
+                        "or tcmalloc)" % (word, name, " ".join(benches)))
+    place = "alone" if benches[name]["alone"] else "any"
+    return ["%s %s %s %s %s" % (word, name, ops, t, place) +
             "".join(" " + a for a in VARIANTS.get(variant, []))
             for t in types]
 
 
-def resolve(plan):
-    """The checked plan: its words expanded into cells."""
+def resolve(plan, benches):
+    """The checked plan: its words expanded into cells, each benchmark
+    looked up in opbench's table (benches)."""
     sweep = plan.get("SWEEP", "")
     op_list(sweep, "SWEEP")
     for k in ("LOOPS", "SAMPLES", "WARMUP"):
@@ -233,7 +259,7 @@ def resolve(plan):
     types = plan.get("TYPES", "").split() or ["default"]
     cells = []
     for w in words:
-        cells += expand_word(w, sweep, types)
+        cells += expand_word(w, sweep, types, benches)
     return cells
 
 
@@ -268,9 +294,10 @@ def write_new(path, text):
         f.write(text)
 
 
-def index(name, out, seed, runner, accel, env):
+def index(name, out, seed, runner, accel, env, bench_table):
     plan = read_plan(name, env)
-    cells = resolve(plan)
+    benches = read_benches(bench_table)
+    cells = resolve(plan, benches)
     boots = number(plan, "BOOTS", least=1, default=5)
     flavours = plan.get("FLAVOURS", "").split()
     if not flavours:
@@ -290,6 +317,10 @@ def index(name, out, seed, runner, accel, env):
         "boots_per_flavour": boots, "flavours": flavours,
         "list_limit": list_limit(), "cells": cells,
         "irqs_off_max": fast_path_bound(flavour_decls()),
+        "benches": list(benches.values()),
+        # The plan's benchmarks whose walks the tracing step counts.
+        "traced": [b for b in benches if benches[b]["traced"] and any(
+            c.split()[1] == b for c in cells)],
         "flavour_decls": flavour_decls()}, indent=1) + "\n")
     lines = []
     table = []
@@ -322,28 +353,39 @@ def main(argv):
                             "kernel-patch/flavours/ops.flavour)" % argv[2])
         print(v)
         return
+    usage = ("usage: plan.py sh|make PLAN, plan.py cells PLAN --benches "
+             "FILE, plan.py index PLAN OUT --benches FILE --seed S "
+             "[--runner R] [--accel A], or plan.py fact "
+             "list_limit|irqs_off_max")
     if len(argv) < 3 or argv[1] not in ("sh", "make", "cells", "index"):
-        raise PlanError("usage: plan.py sh|make|cells PLAN, plan.py index "
-                        "PLAN OUT --seed S [--runner R] [--accel A], or "
-                        "plan.py fact list_limit|irqs_off_max")
+        raise PlanError(usage)
     cmd, name = argv[1], argv[2]
-    if cmd == "index":
-        opt = {"--seed": None, "--runner": "qemu", "--accel": "icount"}
-        rest = argv[4:]
-        if len(argv) < 4 or len(rest) % 2 or any(k not in opt
-                                                 for k in rest[::2]):
-            raise PlanError("usage: plan.py index PLAN OUT --seed S "
-                            "[--runner R] [--accel A]")
+    if cmd in ("index", "cells"):
+        opt = {"--seed": None, "--runner": "qemu", "--accel": "icount",
+               "--benches": None}
+        rest = argv[4:] if cmd == "index" else argv[3:]
+        if (cmd == "index" and len(argv) < 4) or len(rest) % 2 or any(
+                k not in opt for k in rest[::2]):
+            raise PlanError(usage)
         opt.update(zip(rest[::2], rest[1::2]))
+        if not opt["--benches"]:
+            raise PlanError("plan.py %s: --benches FILE, opbench's table "
+                            "(opbench --list --json), is needed" % cmd)
+        if cmd == "cells":
+            plan = read_plan(name, env)
+            print("\n".join(resolve(plan, read_benches(opt["--benches"]))))
+            return
         if not (opt["--seed"] or "").isdigit():
             raise PlanError("--seed '%s': want a positive integer" %
                             opt["--seed"])
         for ln in index(name, argv[3], int(opt["--seed"]), opt["--runner"],
-                        opt["--accel"], env):
+                        opt["--accel"], env, opt["--benches"]):
             print(ln)
         return
     plan = read_plan(name, env)
-    cells = resolve(plan)
+    # sh and make check the plan's values; its words are checked against
+    # opbench's table when the cells are planned.
+    resolve(plan, None)
     if cmd == "sh":
         for k in VARS:
             if k in plan:
@@ -352,8 +394,6 @@ def main(argv):
     elif cmd == "make":
         print(" ;; ".join("PLAN_%s := %s" % (k, plan.get(k, ""))
                           for k in ("FLAVOURS", "LATENCY")))
-    else:
-        print("\n".join(cells))
 
 
 if __name__ == "__main__":

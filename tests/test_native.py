@@ -54,6 +54,9 @@ def kit(tmp_path_factory):
     for f in (RUNNER, HOST_STATE,
               os.path.join(TOP, "microbench", "guest-bench.sh")):
         shutil.copy(f, out)
+    with open(out / "benches.json", "w") as f:
+        subprocess.run([str(out / "opbench"), "--list", "--json"], stdout=f,
+                       check=True)
     return str(out)
 
 
@@ -66,7 +69,8 @@ def native(kit, out, **env):
     # what these tests check.
     cells = str(out).rstrip("/") + ".cells"
     with open(cells, "w") as f:
-        subprocess.run([PY, PLAN, "cells", "quick"], env=e, stdout=f,
+        subprocess.run([PY, PLAN, "cells", "quick", "--benches",
+                        os.path.join(kit, "benches.json")], env=e, stdout=f,
                        stderr=subprocess.DEVNULL, text=True)
     e["PLAN_CELLS"] = cells
     return subprocess.run(["sh", RUNNER, str(out)], env=e,
@@ -493,7 +497,8 @@ def test_kit_runs_alone_and_reports(tmp_path):
     subprocess.run(["tar", "-C", str(box), "-xzf", str(kit_tgz)], check=True)
     assert sorted(os.listdir(box)) == ["rseq-opbench-kit"]
     cells = (box / "rseq-opbench-kit" / "bin" / "plan.cells").read_text()
-    assert cells == "syscall syscall 0,1 default\nsignal signal 0,1 default\n"
+    assert cells == \
+        "syscall syscall 0,1 default any\nsignal signal 0,1 default any\n"
     env = {"PATH": "/usr/bin:/bin", "LOOPS": "200", "SAMPLES": "3",
            "REPS": "2", "PERF_BENCH": "0"}
     # Other cells at run time are refused, not silently ignored.

@@ -19,9 +19,29 @@ PY = "/usr/bin/python3"
 PLAN = os.path.join(TOP, "microbench", "plan.py")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def bench_table(tmp_path_factory):
+    """opbench's own table (opbench --list --json), from opbench built on
+    this host: what the planner looks each benchmark up in."""
+    global BENCHES
+    out = tmp_path_factory.mktemp("opbench")
+    r = subprocess.run(["make", "-s", "-C", os.path.join(TOP, "microbench"),
+                        "O=%s" % out, "%s/opbench" % out],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    BENCHES = str(out / "benches.json")
+    with open(BENCHES, "w") as f:
+        r = subprocess.run([str(out / "opbench"), "--list", "--json"],
+                           stdout=f, text=True)
+    assert r.returncode == 0
+
+
 def plan(*args, **env):
     # bench_env() clears the plan's variables; the test's go on top.
-    return subprocess.run([PY, PLAN] + list(args), env=dict(bench_env(), **env),
+    args = list(args)
+    if args[0] in ("cells", "index") and "--benches" not in args:
+        args += ["--benches", env.pop("_benches", BENCHES)]
+    return subprocess.run([PY, PLAN] + args, env=dict(bench_env(), **env),
                           capture_output=True, text=True)
 
 
@@ -47,14 +67,14 @@ def test_words_become_cells():
                      "preempt:waker-ops tcmalloc")
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == [
-        "switch switch 0,1 null", "switch switch 0,1 cpu",
-        "preempt:scattered@0,64 preempt 0,64 null --layout scattered",
-        "preempt:scattered@0,64 preempt 0,64 cpu --layout scattered",
-        "syscall:glibc@0 syscall 0 null --reg glibc",
-        "syscall:glibc@0 syscall 0 cpu --reg glibc",
-        "preempt:waker-ops preempt 0,1 null --waker-ops",
-        "preempt:waker-ops preempt 0,1 cpu --waker-ops",
-        "tcmalloc tcmalloc - -"]
+        "switch switch 0,1 null any", "switch switch 0,1 cpu any",
+        "preempt:scattered@0,64 preempt 0,64 null alone --layout scattered",
+        "preempt:scattered@0,64 preempt 0,64 cpu alone --layout scattered",
+        "syscall:glibc@0 syscall 0 null any --reg glibc",
+        "syscall:glibc@0 syscall 0 cpu any --reg glibc",
+        "preempt:waker-ops preempt 0,1 null alone --waker-ops",
+        "preempt:waker-ops preempt 0,1 cpu alone --waker-ops",
+        "tcmalloc tcmalloc - - any"]
 
 
 @pytest.mark.parametrize("env, msg", [
@@ -65,6 +85,7 @@ def test_words_become_cells():
     ({"BOOTS": "0"}, "BOOTS='0': want a number of boots per flavour"),
     ({"LOOPS": "many"}, "LOOPS='many'"),
     ({"OPS": "3"}, "OPS is the N of one traced run"),
+    ({"BENCHES": "nosuch@0"}, "opbench has no benchmark 'nosuch'"),
 ])
 def test_bad_plans_refused(env, msg):
     r = plan("cells", "quick", **env)
@@ -254,3 +275,21 @@ def test_facts_from_their_one_declaration():
         in text
     r = plan("fact", "nosuch")
     assert r.returncode == 2 and "list_limit" in r.stderr
+
+
+def test_a_benchmark_from_its_table_row_alone(tmp_path):
+    """A throwaway benchmark, a row of opbench's table and nothing else, is
+    planned (alone where its row says so) and traced where it says so."""
+    rows = json.load(open(BENCHES)) + [
+        {"name": "mybench", "summary": "a throwaway", "walks_per_loop": 1,
+         "expect": "always", "type": "null", "alone": True, "traced": True}]
+    table = tmp_path / "benches.json"
+    table.write_text(json.dumps(rows))
+    out = tmp_path / "run"
+    r = index(out, 3, BENCHES="syscall mybench@0,1", _benches=str(table),
+              FLAVOURS="ops", BOOTS="1")
+    assert r.returncode == 0, r.stderr
+    run = json.loads((out / "run.json").read_text())
+    assert "mybench@0,1 mybench 0,1 default alone" in run["cells"]
+    assert run["traced"] == ["mybench"]
+    assert plan("cells", "quick", BENCHES="mybench").returncode == 2
