@@ -18,6 +18,8 @@ WALK_COUNT_TOLERANCE = 0.01
 # (microbench/plan.py fact irqs_off_max, from the series); this is its
 # value for a run made before the index.
 LEGACY_IRQS_OFF_MAX = 64
+# The list limit, likewise (rseq-op-abi.h's OB_RSEQ_OP_LIST_LIMIT).
+LEGACY_LIST_LIMIT = 2048
 # Where each variant is measured: the plan item that adds it.
 WAKER_OPS_PLAN = "preempt:waker-ops"
 SCATTERED_PLAN = "preempt:scattered"

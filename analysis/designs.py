@@ -55,9 +55,11 @@ ANCHOR = "ops"
 # the RFC's.
 TARGET_RATIO = 4.0
 LAYOUTS = (("preempt", "packed"), ("preempt+scattered", "scattered"))
-STRETCH_NS = (64, 2048)
-# The registration table's columns: these N and the largest measured.
-REGISTER_NS = (0, 1, 64, 1024)
+# The stretch is reported at the fast path's bound and at the list limit
+# (the run's irqs_off_max and list_limit).
+# The registration table's columns: these N, the fast path's bound, and
+# the largest measured.
+REGISTER_NS = (0, 1, 1024)
 # What v3 costs that the benchmarks do not measure, from rseq.rst (patch
 # 5/5; rseq_op_test's array_charged_to_the_thread_cgroup checks the
 # charge): kernel memory per entry, and the array doubling (EXAMPLE_OPS
@@ -124,7 +126,7 @@ def analyse(a, compare=None):
             continue
         for fl in fls:
             for r in g["vs_zero"].get(fl, []):
-                if r["nr_ops"] in STRETCH_NS:
+                if r["nr_ops"] in (a["irqs_off_max"], a["list_limit"]):
                     out["stretch"].append({"layout": layout, "flavour": fl,
                                            "nr_ops": r["nr_ops"],
                                            "diff": r["diff"],
@@ -144,7 +146,7 @@ def analyse(a, compare=None):
                 "full": [n for f, n in g["unsupported"] if f == fl]})
     out["breakeven"] = _breakeven(out)
     out["target_verdict"] = _target(out)
-    out["register_ns"] = _register_ns(out)
+    out["register_ns"] = _register_ns(out, a["irqs_off_max"])
     out["anchor"] = ANCHOR
     out["anchor_cost"] = _anchor_cost(out)
     entries = 1 << (EXAMPLE_OPS - 1).bit_length()
@@ -170,9 +172,9 @@ def _target(d):
             "benches": [r["bench"] for r in rfc]}
 
 
-def _register_ns(d):
+def _register_ns(d, bound):
     ns = sorted({c["nr_ops"] for r in d["register"] for c in r["cells"]})
-    return [n for n in ns if n in REGISTER_NS or n == ns[-1]]
+    return [n for n in ns if n in REGISTER_NS or n in (bound, ns[-1])]
 
 
 def _anchor_cost(d):

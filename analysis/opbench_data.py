@@ -21,7 +21,8 @@ import designs
 import latency
 import pmu
 import tcmalloc_model
-from cross_checks import (AGREE, LEGACY_IRQS_OFF_MAX, WALK_BENCHES,
+from cross_checks import (AGREE, LEGACY_IRQS_OFF_MAX, LEGACY_LIST_LIMIT,
+                          WALK_BENCHES,
                           WALK_COUNT_TOLERANCE, cross_checks, diff_per_walk,
                           per_walk, slope_per_walk, walk_count_checks)
 from opbench_cells import BETTER, accel_of, clocks, collect, cell_detail, \
@@ -188,12 +189,16 @@ def analyse(run):
     boots_of = collections.Counter(b["flavour"] for b in run["boots"])
     groups = sorted({k[:3] for k in valid} | {k[:3] for k in unsupported}
                     | {k[:3] for k in col["dropped"]})
-    # The fast path's bound, as the run's index recorded it from the series.
+    # The fast path's bound and the list limit, as the run's index recorded
+    # them (from the series and rseq-op-abi.h).
     bound = ((run.get("index") or {}).get("irqs_off_max")
              or LEGACY_IRQS_OFF_MAX)
+    limit = ((run.get("index") or {}).get("list_limit")
+             or LEGACY_LIST_LIMIT)
     out = {"run": run["name"], "dir": run["dir"], "accel": accel,
            "header": header_facts(run), "mission_ns": list(MISSION_NS),
            "confidence": st.CONFIDENCE, "irqs_off_max": bound,
+           "list_limit": limit,
            "tolerances": {"agree": AGREE,
                           "walk_counts": WALK_COUNT_TOLERANCE},
            "unit": unit, "unit_short": unit_short, "unit_doc": unit_doc,

@@ -28,7 +28,8 @@ A plan is microbench/plans/<PLAN>.plan, KEY=VALUE lines as a shell reads
 them; a variable set in the environment (even empty) wins over its line.
 A benchmark word is NAME[:VARIANT][@N,N,...]: VARIANT scattered
 (--layout scattered), waker-ops (preempt --waker-ops), legacy or glibc
-(--reg); @N,... replaces SWEEP for it. The word tcmalloc runs the TCMalloc
+(--reg); @N,... replaces SWEEP for it. In a list of N, "limit" is the list
+limit and "bound" the fast path's bound (plan.py fact). The word tcmalloc runs the TCMalloc
 model. A cell line, as microbench/guest-bench.sh runs it:
 
     WORD BENCH OPS TYPE PLACE [OPTION...]   TYPE "default": the bench's own;
@@ -184,12 +185,25 @@ def number(plan, key, least=0, default=None):
 
 
 def op_list(text, what):
+    """The N of a list: numbers, or the facts' names limit (the list
+    limit) and bound (the fast path's bound), so that a plan names them
+    and does not copy their values."""
     ns = []
     top = list_limit()
     for x in text.split(","):
+        if x == "limit":
+            x = str(top)
+        elif x == "bound":
+            b = fast_path_bound(flavour_decls())
+            if b is None:
+                raise PlanError("%s='%s': 'bound' is not known (the ops "
+                                "flavour's series defines no "
+                                "RSEQ_OP_IRQS_OFF_MAX)" % (what, text))
+            x = str(b)
         if not x.isdigit() or int(x) > top:
             raise PlanError("%s='%s': want numbers of operations from 0 to "
-                            "%d, comma-separated" % (what, text, top))
+                            "%d (or limit, bound), comma-separated" %
+                            (what, text, top))
         ns.append(int(x))
     return ns
 
@@ -224,8 +238,7 @@ def expand_word(word, sweep, types, benches):
         raise PlanError("BENCHES: %s: an empty list of N after '@' (give "
                         "N, e.g. %s0,1, or drop the '@' for SWEEP)" %
                         (word, word))
-    ops = ops or sweep
-    op_list(ops, "the N of %s" % word)
+    ops = ",".join(map(str, op_list(ops or sweep, "the N of %s" % word)))
     if benches is None:	# sh, make: the words' grammar only
         return []
     if name not in benches:

@@ -42,7 +42,7 @@ def synthetic_analysis(tmp_path, with_loops=True):
     rng = np.random.default_rng(19)
     a = {"flavours": ["baseline", "ops", "v2", "rfc"], "groups": [],
          "dir": str(tmp_path), "unit": "instructions", "accel": "icount",
-         "irqs_off_max": 64, "header": {"kernel": {}}}
+         "irqs_off_max": 64, "list_limit": 2048, "header": {"kernel": {}}}
     for bench, walks in WALKS.items():
         g = {"bench": bench, "op_type": "null", "walks_per_loop": walks,
              "cost": {}, "per_walk": {}, "per_walk_mean": {},

@@ -293,3 +293,21 @@ def test_a_benchmark_from_its_table_row_alone(tmp_path):
     assert "mybench@0,1 mybench 0,1 default alone" in run["cells"]
     assert run["traced"] == ["mybench"]
     assert plan("cells", "quick", BENCHES="mybench").returncode == 2
+
+
+def test_lists_of_n_name_the_facts():
+    """bound and limit in a list of N are the facts, resolved into the
+    cells; the plans name them rather than copy their values."""
+    bound = plan("fact", "irqs_off_max").stdout.strip()
+    limit = plan("fact", "list_limit").stdout.strip()
+    r = plan("cells", "quick", BENCHES="preempt:scattered@0,bound,limit",
+             SWEEP="0,limit")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[2] == "0,%s,%s" % (bound, limit)
+    for name in ("default", "walker"):
+        with open(os.path.join(TOP, "microbench", "plans",
+                               name + ".plan")) as f:
+            words = [w for ln in f if ln.startswith("BENCHES=")
+                     for w in ln.split("=", 1)[1].strip('"\n').split()]
+        assert not [w for w in words if "@" in w and any(
+            n in (bound, limit) for n in w.split("@")[1].split(","))], name
