@@ -35,7 +35,9 @@ DURATION   ?= 600
 STRESS_KCONFIG ?= debug
 RUNS       ?= 5
 TRACE_FLAVOUR ?= ops
-OPS        ?= 2048
+# The list limit, from its one declaration (microbench/rseq-op-abi.h).
+LIST_LIMIT := $(shell sed -n 's/^\#define[[:space:]]*OB_RSEQ_OP_LIST_LIMIT[[:space:]]*\([0-9]*\).*/\1/p' microbench/rseq-op-abi.h)
+OPS        ?= $(LIST_LIMIT)
 VS         ?= baseline 0
 # arch-run: the guest architecture (ppc32: powerpc book3s/32 with KUAP;
 # arm64); arch-run and compat-run boot the flavours of FLAVOURS when it is
@@ -149,8 +151,8 @@ $(call check_kernels,$(or $(FLAVOUR),ops))
 endif
 ifneq ($(call goals,flamegraph trace trace-validate trace-overhead),)
 $(call check_kernels,$(TRACED) $(if $(call goals,flamegraph),$(firstword $(VS))))
-ifneq ($(shell echo '$(OPS)' | grep -Ex '[0-9]+'),$(OPS))
-$(error OPS='$(OPS)': want the number of operations of the traced run (0..2048))
+ifneq ($(shell echo '$(OPS)' | grep -Ex '[0-9]+' | awk '$$1 <= $(LIST_LIMIT)'),$(OPS))
+$(error OPS='$(OPS)': want the number of operations of the traced run (0..$(LIST_LIMIT)))
 endif
 ifneq ($(call goals,flamegraph),)
 ifneq ($(words $(VS)),2)
@@ -225,7 +227,8 @@ help:
 	@echo '                 benchmarks, tracing, analysis, report'
 	@echo '                 RUNNER=native: the plan on this machine'"'"'s own kernel, in time'
 	@echo '  latency        how long a walk holds irqs or preemption off, and the longest'
-	@echo '                 such stretch of the kernel'"'"'s own, at N = 0, 64, 65, 2048, both'
+	@echo '                 such stretch of the kernel'"'"'s own, at N = 0, either side of'
+	@echo '                 the fast path'"'"'s bound and at the list limit, both'
 	@echo '                 layouts, by the kernel'"'"'s tracers, on their own'
 	@echo '                 kernels (KCONFIG=latency) of LATENCY (default: the plan'"'"'s, or'
 	@echo '                 ops v2); PLAN=walker has it in its report'
@@ -330,7 +333,7 @@ help:
 	@echo '        no tracing; one repetition stands for a boot, BOOTS of them; AA=1'
 	@echo '        labels them as two flavours for an A/A comparison; CPU= pins)'
 	@echo '  SWEEP LOOPS PREEMPT_LOOPS SAMPLES WARMUP BENCHES TYPES BOOTS PERF_BENCH LATENCY'
-	@echo '        override a plan'"'"'s line (SWEEP: the list of N, e.g. 0,1,2048;'
+	@echo '        override a plan'"'"'s line (SWEEP: the list of N, e.g. 0,1,limit;'
 	@echo '        BOOTS: boots per flavour; PREEMPT_LOOPS: preemptions per sample);'
 	@echo '        SEED orders boots and cells (drawn and recorded when unset);'
 	@echo '        LABEL names the run directory'

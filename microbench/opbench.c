@@ -429,8 +429,8 @@ static void usage(FILE *f)
 		"usage: opbench [options] BENCH|all\n"
 		"       opbench --list [--json]\n"
 		"options:\n"
-		"  -n, --ops LIST      operations per thread, comma separated (default 0,1,2048)\n"
-		"      --sweep         operations 0,1,2,4,...,2048\n"
+		"  -n, --ops LIST      operations per thread, comma separated (default 0,1,%d)\n"
+		"      --sweep         operations 0,1,2,4,...,%d\n"
 		"  -t, --type TYPE     reset4, reset8, null, cpu, mmcid (default null;\n"
 		"                      migrate defaults to cpu)\n"
 		"  -r, --reg MODE      own (default), legacy or glibc\n"
@@ -456,7 +456,7 @@ static void usage(FILE *f)
 		"                      still opts in to the kernel's hook)\n"
 		"      --mark          the instruction profiler's markers around each\n"
 		"                      sample (tracing/insnprof; with --warmup 0)\n"
-		"  -h, --help\n");
+		"  -h, --help\n", OB_RSEQ_OP_LIST_LIMIT, OB_RSEQ_OP_LIST_LIMIT);
 }
 
 static int parse_ops(const char *s, int *out, int max)

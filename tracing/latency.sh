@@ -7,7 +7,8 @@
 # so this kernel measures nothing else).
 #
 # Usage: tracing/latency.sh OUT FLAVOUR...   (make latency; the walker plan)
-# Env:   NS (default "0 64 65 2048": either side of the series' bound on
+# Env:   NS (default 0, the bound, the bound + 1 and the list limit
+#        (plan.py fact): either side of the series' bound on
 #        the walk with interrupts off), LAYOUTS (default "packed
 #        scattered": one node per page), TRACERS (default "walk irqsoff
 #        preemptoff"; walk: the function_graph tracer on rseq_ops_apply,
