@@ -184,7 +184,12 @@ sed -n '/^ARCH-RUN-START/,/^ARCH-RUN-EXIT/p' "$out/console.log" | tr -d '\r' > "
 	grep -E '^(not )?ok |^ARCH-RUN-EXIT' "$out/tap.txt" || true
 } > "$out/summary.txt"
 cat "$out/summary.txt" >&2
-problems=$(grep -cE 'BUG:|WARNING:|Oops|Kernel panic|kernel BUG|Unable to handle' "$out/console.log" || true)
+# The project's one kernel-problem pattern (opbench_vm.SPLAT_RE), the
+# matching lines into kernel-problems.txt, as guest_run.py writes them.
+splat=$(cd "$TOPDIR/vm-images" && "$PYTHON" -c 'import opbench_vm; print(opbench_vm.SPLAT_RE.pattern)') ||
+	die "cannot read the kernel-problem pattern from vm-images/opbench_vm.py"
+grep -E "$splat" "$out/console.log" > "$out/kernel-problems.txt" || true
+problems=$(wc -l < "$out/kernel-problems.txt")
 echo "kernel_problems=$problems" >> "$out/provenance"
 [ "$problems" -eq 0 ] || log "[$arch $flavour] $problems kernel problem line(s) on the console: $out/console.log"
 case $state in

@@ -62,9 +62,12 @@ CLOCK_ARGS = ["tsc=reliable", "clocksource=tsc"]
 # tracing and stress boots all fail on it (guest_run.py writes the matching
 # lines to kernel-problems.txt). Lockdep, hung-task and RCU reports only
 # appear on the debug kernel configuration; they are here so that no boot
-# of it can pass with one on its console.
+# of it can pass with one on its console. "kernel BUG at" and "Unable to
+# handle kernel" are how BUG() and a bad kernel access begin on the other
+# architectures' consoles (correctness/arch-run.sh greps with this too).
 SPLAT_RE = re.compile(
-    r"Kernel panic|Oops|BUG:|WARNING:|general protection fault|"
+    r"Kernel panic|Oops|BUG:|kernel BUG at|Unable to handle kernel|"
+    r"WARNING:|general protection fault|"
     r"KASAN:|UBSAN:|kmemleak:.*new suspected|soft lockup|hard LOCKUP|"
     r"blocked for more than|rcu.*detected stall|suspicious RCU usage|"
     r"possible circular locking|possible recursive locking|"
