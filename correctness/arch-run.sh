@@ -30,7 +30,8 @@
 #
 # Writes RESULTS_ROOT/<date>-arch-ARCH-FLAVOUR/: console.log, tap.txt (the
 # guest's TAP: one line per program, its output as comments), run.list,
-# provenance, summary.txt. Exit status 0 when every program passed or
+# provenance, summary.txt, kernel-problems.txt (the console's lines that
+# match the project's kernel-problem pattern, opbench_vm.SPLAT_RE). Exit status 0 when every program passed or
 # skipped (segments may not skip, but on baseline), 1 otherwise (a failure is what this run exists to show on some
 # flavours: v2 on ppc32), 2 when the guest hung or did not boot.
 set -euo pipefail
