@@ -26,8 +26,16 @@
 
 #include <linux/types.h>
 
-/* Operations per thread: the series' limit. */
-#define RBO_OPS_MAX		2048
+/*
+ * Operations per thread: the series' limit, OB_RSEQ_OP_LIST_LIMIT of
+ * microbench/rseq-op-abi.h. microbench/bpf/Makefile passes it
+ * (-DRBO_OPS_MAX) to the BPF program, which cannot include that header;
+ * opbench's side includes it.
+ */
+#ifndef RBO_OPS_MAX
+#include "../rseq-op-abi.h"
+#define RBO_OPS_MAX		OB_RSEQ_OP_LIST_LIMIT
+#endif
 /* Threads that can hold operations at once. */
 #define RBO_SLOTS		64
 
