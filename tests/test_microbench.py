@@ -253,11 +253,12 @@ def sample_driver(tmp_path_factory):
     out = tmp_path_factory.mktemp("sampledrv")
     (out / "driver.c").write_text(SAMPLE_DRIVER)
     mb = os.path.join(TOP, "microbench")
-    # opbench's own sources, as its Makefile lists them.
-    with open(os.path.join(mb, "Makefile")) as f:
-        mk = f.read().replace("\\\n", " ")
-    srcs = [os.path.join(mb, x) for x in
-            re.search(r"^SRCS := (.*)$", mk, re.M).group(1).split()]
+    # opbench's own sources, as its Makefile expands them.
+    r = subprocess.run(["make", "-s", "-C", mb, "O=%s" % out,
+                        "--eval=print-srcs: ; @echo $(SRCS)", "print-srcs"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    srcs = [os.path.join(mb, x) for x in r.stdout.split()]
     r = subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror",
                         "-std=gnu11", "-Dmain=opbench_main", "-I", mb,
                         "-o", str(out / "driver"), str(out / "driver.c")]
