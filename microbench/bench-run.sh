@@ -342,7 +342,12 @@ if [ "$runner" = qemu ] && [[ " ${fl[*]} " == *" bpf "* ]]; then
 	if waited env RESULTS_ROOT="$out/bpf" "$TOPDIR/microbench/bpf/bpf-run.sh" facts bpf \
 		> "$out/bpf-facts.log" 2>&1; then
 		# bpf-run.sh prints its directory last.
-		artefact bpf-facts "$(tail -1 "$out/bpf-facts.log")/facts.txt" flavour=bpf
+		facts=$(tail -1 "$out/bpf-facts.log")/facts.txt
+		if [ -f "$facts" ]; then
+			artefact bpf-facts "$facts" flavour=bpf
+		else
+			log "the BPF design's requirements left no $facts; the report says they are missing"
+		fi
 	else
 		log "measuring the BPF design's requirements failed (see $out/bpf-facts.log); the benchmarks are not affected"
 		rc=1
@@ -359,12 +364,14 @@ fi
 # The directory it made (trace.sh prints it last) is in $traced after.
 traced=
 trace() {
+	local st=0
 	traced=
 	# shellcheck disable=SC2046 # one -u per name
 	waited env $(printf -- '-u %s ' $PLAN_VARS) RESULTS_ROOT="$out/tracing" \
-		OPBENCH="$out/bin/opbench" "$TOPDIR/tracing/trace.sh" "$@" > "$out/tracing.last" || return
-	traced=$(tail -1 "$out/tracing.last")
+		OPBENCH="$out/bin/opbench" "$TOPDIR/tracing/trace.sh" "$@" > "$out/tracing.last" || st=$?
+	[ "$st" != 0 ] || traced=$(tail -1 "$out/tracing.last")
 	rm -f "$out/tracing.last"
+	return "$st"
 }
 t=$(date +%s)
 if [ "$runner" = native ]; then
@@ -413,7 +420,11 @@ if [ "$runner" = qemu ] && [ -n "${LATENCY:-}" ]; then
 	if waited env OPBENCH="$out/bin/opbench" "$TOPDIR/tracing/latency.sh" \
 		"$out/latency" $LATENCY >/dev/null; then
 		for f in $LATENCY; do
-			artefact latency "$out/latency/$f/latency.json" flavour="$f"
+			if [ -f "$out/latency/$f/latency.json" ]; then
+				artefact latency "$out/latency/$f/latency.json" flavour="$f"
+			else
+				log "the latency step left no records of $f; the report says they are missing"
+			fi
 		done
 	else
 		log "the latency step failed (see $out/latency/); the benchmarks and their analysis are not affected"
