@@ -40,6 +40,7 @@ model. A cell line, as microbench/guest-bench.sh runs it:
 
 Bad input exits 2 with a message that names the problem and the fix.
 """
+import functools
 import json
 import os
 import random
@@ -55,6 +56,7 @@ VARS = ("FLAVOURS", "SWEEP", "LOOPS", "PREEMPT_LOOPS", "SAMPLES", "WARMUP",
 ABI_H = os.path.join(TOP, "microbench", "rseq-op-abi.h")
 
 
+@functools.lru_cache(maxsize=None)
 def list_limit():
     """The list limit, as the programs are built with it (rseq-op-abi.h's
     OB_RSEQ_OP_LIST_LIMIT, the series' uapi value): its one declaration."""
@@ -101,6 +103,7 @@ FLAVOUR_KEYS = ("SERIES", "FIXED", "EXTRA", "SEMANTICS", "DESIGN", "LABEL",
                 "COLOUR")
 
 
+@functools.lru_cache(maxsize=None)
 def flavour_decls():
     """{name: {key: value}} of every declaration in kernel-patch/flavours/
     (lower-case keys; DESIGN an int), as the run's index records them."""
@@ -146,6 +149,12 @@ def fast_path_bound(decls):
         if m:
             return int(m.group(1))
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def irqs_off_max():
+    """The fast path's bound of the ops flavour's series, read once."""
+    return fast_path_bound(flavour_decls())
 
 
 def plan_names():
@@ -194,7 +203,7 @@ def op_list(text, what):
         if x == "limit":
             x = str(top)
         elif x == "bound":
-            b = fast_path_bound(flavour_decls())
+            b = irqs_off_max()
             if b is None:
                 raise PlanError("%s='%s': 'bound' is not known (the ops "
                                 "flavour's series defines no "
@@ -329,7 +338,7 @@ def index(name, out, seed, runner, accel, env, bench_table):
         "seed": seed, "runner": runner, "accel": accel, "host": host,
         "boots_per_flavour": boots, "flavours": flavours,
         "list_limit": list_limit(), "cells": cells,
-        "irqs_off_max": fast_path_bound(flavour_decls()),
+        "irqs_off_max": irqs_off_max(),
         "benches": list(benches.values()),
         # The plan's benchmarks whose walks the tracing step counts.
         "traced": [b for b in benches if benches[b]["traced"] and any(
@@ -356,7 +365,7 @@ def main(argv):
     env = dict(os.environ)
     if len(argv) == 3 and argv[1] == "fact":
         facts = {"list_limit": list_limit,
-                 "irqs_off_max": lambda: fast_path_bound(flavour_decls())}
+                 "irqs_off_max": irqs_off_max}
         if argv[2] not in facts:
             raise PlanError("plan.py fact: want one of %s" %
                             " ".join(sorted(facts)))
