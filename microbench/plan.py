@@ -29,8 +29,8 @@ them; a variable set in the environment (even empty) wins over its line.
 A benchmark word is NAME[:VARIANT][@N,N,...]: VARIANT scattered
 (--layout scattered), waker-ops (preempt --waker-ops), legacy or glibc
 (--reg); @N,... replaces SWEEP for it. In a list of N, "limit" is the list
-limit and "bound" the fast path's bound (plan.py fact). The word tcmalloc runs the TCMalloc
-model. A cell line, as microbench/guest-bench.sh runs it:
+limit, "bound" the fast path's bound (plan.py fact) and "powers" every
+power of two up to the limit. The word tcmalloc runs the TCMalloc model. A cell line, as microbench/guest-bench.sh runs it:
 
     WORD BENCH OPS TYPE PLACE [OPTION...]   TYPE "default": the bench's own;
                                             PLACE "alone" (the other CPUs
@@ -170,7 +170,7 @@ def read_plan(name, env):
                         "PLAN=%s" % env["BENCH_PROFILE"])
     if env.get("OPS"):
         raise PlanError("OPS is the N of one traced run; a benchmark plan's "
-                        "list of N is SWEEP (e.g. SWEEP=0,1,2048)")
+                        "list of N is SWEEP (e.g. SWEEP=0,1,limit)")
     path = os.path.join(PLANS, name + ".plan")
     if "/" in name or not os.path.isfile(path):
         raise PlanError("PLAN='%s' is unknown; use one of: %s" %
@@ -196,10 +196,18 @@ def number(plan, key, least=0, default=None):
 def op_list(text, what):
     """The N of a list: numbers, or the facts' names limit (the list
     limit) and bound (the fast path's bound), so that a plan names them
-    and does not copy their values."""
+    and does not copy their values, or powers: every power of two up to
+    the limit, and the limit. An N named twice is taken once."""
     ns = []
     top = list_limit()
     for x in text.split(","):
+        if x == "powers":
+            p = 1
+            while p < top:
+                if p not in ns:
+                    ns.append(p)
+                p *= 2
+            x = str(top)
         if x == "limit":
             x = str(top)
         elif x == "bound":
@@ -211,9 +219,10 @@ def op_list(text, what):
             x = str(b)
         if not x.isdigit() or int(x) > top:
             raise PlanError("%s='%s': want numbers of operations from 0 to "
-                            "%d (or limit, bound), comma-separated" %
-                            (what, text, top))
-        ns.append(int(x))
+                            "%d (or limit, bound, powers), comma-separated"
+                            % (what, text, top))
+        if int(x) not in ns:
+            ns.append(int(x))
     return ns
 
 

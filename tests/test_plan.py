@@ -55,7 +55,7 @@ def test_environment_wins_over_the_plan_even_empty():
     assert r.returncode == 0, r.stderr
     lines = dict(ln.split("=", 1) for ln in r.stdout.splitlines())
     assert lines["FLAVOURS"] == "ops" and lines["LATENCY"] == "''"
-    assert lines["SWEEP"].startswith("0,1,2,4")
+    assert lines["SWEEP"] == "0,powers"
     r = plan("make", "walker")
     assert r.stdout.strip() == \
         "PLAN_FLAVOURS := baseline ops v2 rfc bpf ;; PLAN_LATENCY := ops v2"
@@ -304,10 +304,20 @@ def test_lists_of_n_name_the_facts():
              SWEEP="0,limit")
     assert r.returncode == 0, r.stderr
     assert r.stdout.split()[2] == "0,%s,%s" % (bound, limit)
-    for name in ("default", "walker"):
+    # powers: every power of two up to the limit, then the limit; an N
+    # named twice is taken once.
+    r = plan("cells", "quick", BENCHES="switch", SWEEP="0,1,powers,limit")
+    assert r.returncode == 0, r.stderr
+    ns = [int(n) for n in r.stdout.split()[2].split(",")]
+    assert ns[0] == 0 and ns[-1] == int(limit) and len(ns) == len(set(ns))
+    assert all(b == 2 * a for a, b in zip(ns[1:-1], ns[2:-1])), ns
+    assert ns[-2] < int(limit) <= 2 * ns[-2], ns
+    for name in ("default", "quick", "walker"):
         with open(os.path.join(TOP, "microbench", "plans",
                                name + ".plan")) as f:
-            words = [w for ln in f if ln.startswith("BENCHES=")
-                     for w in ln.split("=", 1)[1].strip('"\n').split()]
-        assert not [w for w in words if "@" in w and any(
-            n in (bound, limit) for n in w.split("@")[1].split(","))], name
+            lines = [ln.split("=", 1)[1].strip('"\n') for ln in f
+                     if ln.startswith(("BENCHES=", "SWEEP="))]
+        words = [w.split("@")[1] if "@" in w else w
+                 for ln in lines for w in ln.split()]
+        assert not [w for w in words if any(
+            n in (bound, limit) for n in w.split(","))], name
