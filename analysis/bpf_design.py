@@ -9,6 +9,7 @@ import glob
 import os
 import textwrap
 
+from cross_checks import LEGACY_IRQS_OFF_MAX
 from designs import ANCHOR, BPF_VARIANTS
 from report_core import (CI_HEAD, CONF, RULE, WIDTH, ci, num, ratio,
                          ratio_ci)
@@ -52,9 +53,11 @@ def read_facts(rdir, arts=None):
     return {"path": os.path.relpath(paths[-1], rdir), "sections": out}
 
 
-# The instruction profile bench-run.sh takes of bpf's walk beside ops'
-# (trace.sh insn bpf switch 64 ops 64), and the rows the report shows.
-PROFILE_OPS = 64
+# The instruction profile bench-run.sh takes of bpf's walk beside ops' at
+# the fast path's bound (trace.sh insn bpf switch N ops N; a run made
+# before the index took it at the bound of then), and the rows the report
+# shows.
+PROFILE_OPS = LEGACY_IRQS_OFF_MAX
 PROFILE_ROWS = {"bpf": ("rseq_exit_bpf_hook_[k]", "[jit or module text]_[k]",
                         "bpf_probe_write_user_[k]",
                         "__htab_map_lookup_elem_[k]"),
@@ -151,13 +154,13 @@ def _fact_lines(facts):
     return out
 
 
-def _profile_lines(prof):
+def _profile_lines(prof, bound=PROFILE_OPS):
     if not prof:
         return textwrap.wrap(
             "Instruction profile of the walk: not taken in this run (no "
             "tracing/*-trace-insn-bpf-switch-%d/: make plugin-header, or "
             "make flamegraph MODE=instructions FLAVOUR=bpf OPS=%d VS=\"ops "
-            "%d\")." % (PROFILE_OPS, PROFILE_OPS, PROFILE_OPS), WIDTH)
+            "%d\")." % (bound, bound, bound), WIDTH)
     n = prof["ops_n"]
     out = textwrap.wrap(
         "Instruction profile of switch at N = %d, every guest instruction "
@@ -264,7 +267,8 @@ def bpf_lines(b, a):
             by = {c["nr_ops"]: c["value"] for c in r["cells"]}
             lines.append("  %-6s" % r["flavour"] + "".join(
                 "%10s" % (num(by[n]) if n in by else "n/a") for n in show))
-    lines += [""] + _profile_lines(b.get("profile"))
+    lines += [""] + _profile_lines(b.get("profile"),
+                                   a.get("irqs_off_max", PROFILE_OPS))
     lines += [""] + _fact_lines(b["facts"])
     lines += [""] + textwrap.wrap(
         "What it cannot promise, as built: a store that faults is skipped "

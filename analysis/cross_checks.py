@@ -23,8 +23,21 @@ LEGACY_LIST_LIMIT = 2048
 # Where each variant is measured: the plan item that adds it.
 WAKER_OPS_PLAN = "preempt:waker-ops"
 SCATTERED_PLAN = "preempt:scattered"
-# A slope per walk is reported for these benchmarks (cover letter, report).
+# A slope per walk is reported for the benchmarks opbench's table marks
+# traced (the run's index, run.json "traced"), in this order first; these
+# are they for a run made before the index.
 WALK_BENCHES = ("switch", "signal", "preempt")
+
+
+def walk_benches(index):
+    """The benchmarks whose slope per walk is reported: the run's index's
+    traced ones (WALK_BENCHES' order first, then the table's), or
+    WALK_BENCHES for a run without an index."""
+    traced = (index or {}).get("traced")
+    if traced is None:
+        return list(WALK_BENCHES)
+    return ([b for b in WALK_BENCHES if b in traced] +
+            [b for b in traced if b not in WALK_BENCHES])
 
 
 def _div(v, w):

@@ -85,7 +85,7 @@ def analyse(a, compare=None):
            "ratios": [], "zero": [], "stretch": [], "register": [],
            "missing": [],
            "loops": a.get("walker_loops", {}), "target": TARGET_RATIO}
-    for bench in WALK_BENCHES:
+    for bench in a.get("walk_benches", WALK_BENCHES):
         g = group(a, bench)
         if not g:
             continue

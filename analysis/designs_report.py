@@ -40,7 +40,7 @@ def designs_lines(d, a):
             " Instructions under QEMU icount, not time." if icount else ""),
         WIDTH)
     sl = {(s["bench"], s["flavour"]): s for s in d["slopes"]}
-    benches = [b for b in WALK_BENCHES
+    benches = [b for b in a.get("walk_benches", WALK_BENCHES)
                if any(k[0] == b for k in sl)]
     if benches:
         # Wrapped: "ns (emulated)" makes it longer than a line.

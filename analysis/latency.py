@@ -6,7 +6,8 @@ a thread's list of N operations is walked (opbench switch), in both node
 layouts, records:
   walk: each walk's duration (the function_graph tracer on
       rseq_ops_apply) and whether it ran with interrupts off (the fast
-      path, at most 64 nodes), only preemption off (v2's slow path) or
+      path, at most the bound's nodes, RSEQ_OP_IRQS_OFF_MAX), only
+      preemption off (v2's slow path) or
       neither (v3's slow path: no stretch at all, shown for comparison);
   irqsoff, preemptoff: the tracers' longest stretch on CPU 0 while the
       benchmark ran, whatever code it was (N = 0: the kernel's own, no
@@ -22,6 +23,7 @@ is time, in microseconds.
 """
 import statistics
 
+from cross_checks import LEGACY_IRQS_OFF_MAX
 from opbench_io import ResultsError
 
 TRACERS = ("irqsoff", "preemptoff")
@@ -36,8 +38,9 @@ ORDER = tuple(t for _, t in WALK_ROWS) + TRACERS
 TICK_TOLERANCE = 0.01
 
 
-def analyse(recs, accel):
-    """{"unit", "resolution", "ns", "rows"}: one row per flavour, tracer
+def analyse(recs, accel, bound=LEGACY_IRQS_OFF_MAX):
+    """{"unit", "resolution", "ns", "rows", "irqs_off_max"}: one row per
+    flavour, tracer
     and layout, its longest stretch at each N ("values": {N: figure});
     for a tracer's row where it started and ended ("where"), for a walk
     row the walks in its context and their median ("walks", "median"),
@@ -109,7 +112,7 @@ def analyse(recs, accel):
             scale / 1000.0
     return {"unit": "instructions" if icount else "us",
             "resolution": scale if icount else 1.0,
-            "ns": ns, "rows": out}
+            "ns": ns, "rows": out, "irqs_off_max": bound}
 
 
 def _row(rows, flavour, tracer, layout):

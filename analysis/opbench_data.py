@@ -22,9 +22,9 @@ import latency
 import pmu
 import tcmalloc_model
 from cross_checks import (AGREE, LEGACY_IRQS_OFF_MAX, LEGACY_LIST_LIMIT,
-                          WALK_BENCHES,
                           WALK_COUNT_TOLERANCE, cross_checks, diff_per_walk,
-                          per_walk, slope_per_walk, walk_count_checks)
+                          per_walk, slope_per_walk, walk_benches,
+                          walk_count_checks)
 from opbench_cells import BETTER, accel_of, clocks, collect, cell_detail, \
     mean_cells, preempt_detail
 # What the rest of analysis/ and the tests call opbench_data's.
@@ -63,8 +63,14 @@ SPREAD_RULE = {True: "the interval uses the larger of it and the spread "
 COMPARISON = {True: "Welch t on per-boot medians",
               False: "paired t on per-boot medians, boot i of each "
                      "flavour (round i) paired"}
-# The mission's table: every flavour at these N against the reference at 0.
-MISSION_NS = (0, 1, 2048)
+# The mission's table: every flavour at N = 0, 1 and the list limit against
+# the reference at 0; mission_ns() takes the limit the run's index recorded,
+# MISSION_NS is the table of a run without one.
+def mission_ns(limit):
+    return (0, 1, limit)
+
+
+MISSION_NS = mission_ns(LEGACY_LIST_LIMIT)
 # Benchmarks whose figure under icount is not one thread's cost.
 ICOUNT_EXCLUDED = {
     "migrate": "under icount the guest TSC counts the instructions of both "
@@ -196,7 +202,7 @@ def analyse(run):
     limit = ((run.get("index") or {}).get("list_limit")
              or LEGACY_LIST_LIMIT)
     out = {"run": run["name"], "dir": run["dir"], "accel": accel,
-           "header": header_facts(run), "mission_ns": list(MISSION_NS),
+           "header": header_facts(run), "mission_ns": list(mission_ns(limit)),
            "confidence": st.CONFIDENCE, "irqs_off_max": bound,
            "list_limit": limit,
            "tolerances": {"agree": AGREE,
@@ -281,7 +287,7 @@ def analyse(run):
             if fl == ref or not ref0:
                 continue
             for n in sorted(k[4] for k in cells if k[3] == fl):
-                if n not in MISSION_NS:
+                if n not in mission_ns(limit):
                     continue
                 c = compare_kernels(pool, rounds, ref0, pb(fl, n),
                                     gkey + ("ref", fl, n), family, ref, fl)
@@ -343,8 +349,9 @@ def analyse(run):
         out["groups"].append(g)
     out["tsc_calibration"] = tsc_calibration(out["tsc_lines"])
     out["cross"] = cross_checks(out)
+    out["walk_benches"] = walk_benches(run.get("index"))
     out["walk_slopes"] = [x for x in (slope_per_walk(out, b)
-                                      for b in WALK_BENCHES) if x]
+                                      for b in out["walk_benches"]) if x]
     out["walk_counts"] = walk_count_checks(run.get("walk_counts", []))
     out["perf_bench"] = perf_rows(run, clock, accel, out["groups"])
     out["walker_loops"] = run.get("walker_loops", {})
@@ -358,7 +365,8 @@ def analyse(run):
         g["pmu"] = counted.get((g["bench"], g["op_type"], g["reg"]))
     # The latency step's own problem stays in its section.
     try:
-        out["latency"] = latency.analyse(run.get("latency", []), accel)
+        out["latency"] = latency.analyse(run.get("latency", []), accel,
+                                         bound)
     except ResultsError as e:
         out["latency"] = {"error": str(e)}
     # The designs' slopes compared as the run's unit allows; the designs

@@ -73,6 +73,10 @@ boots=${BOOTS:-5}
 # which the tracing counts walks and profiles instructions.
 bound=$("$PYTHON" "$TOPDIR/microbench/plan.py" fact irqs_off_max) ||
 	die "the fast path's bound is not known: $bound"
+# The list limit (rseq-op-abi.h): the N of the flame graph and of the
+# walk latency.
+limit=$("$PYTHON" "$TOPDIR/microbench/plan.py" fact list_limit) ||
+	die "the list limit is not known: $limit"
 seed=${SEED:-$(( $(date +%s) % 1000000 + 1 ))}
 if ! [[ "$seed" =~ ^[0-9]+$ ]] || [ "$seed" -lt 1 ]; then
 	die "SEED='$seed': want a positive integer (it orders the boots and the cells, and is recorded)"
@@ -355,7 +359,7 @@ if [ "$runner" = qemu ] && [[ " ${fl[*]} " == *" bpf "* ]]; then
 fi
 stage=tracing
 if [ "$runner" = qemu ]; then
-	step 2 "tracing: flame graph of signal, walk latency of switch at 2048 operations, walks per loop counted at $bound"
+	step 2 "tracing: flame graph of signal, walk latency of switch at $limit operations, walks per loop counted at $bound"
 else
 	step 2 "tracing: none natively"
 fi
@@ -377,8 +381,8 @@ t=$(date +%s)
 if [ "$runner" = native ]; then
 	log "no tracing natively: bpftrace and perf would load programs into this machine's kernel"
 elif [[ " $FLAVOURS " == *" ops "* ]]; then
-	if ! trace flame ops signal 2048 baseline 0 ||
-		! trace bpf ops rseq_ops_lat.bt switch 2048; then
+	if ! trace flame ops signal "$limit" baseline 0 ||
+		! trace bpf ops rseq_ops_lat.bt switch "$limit"; then
 		log "tracing failed (see $out/tracing/); the benchmarks and their analysis are not affected"
 		rc=1
 	fi

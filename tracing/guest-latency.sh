@@ -6,7 +6,8 @@
 # tracers measure them.
 #
 # Run by tracing/latency.sh from the shared directory, with
-#   NS="0 64 65 2048"  LAYOUTS="packed scattered"
+#   NS (numbers of operations; latency.sh: 0, the bound, the bound + 1 and
+#   the list limit)  LAYOUTS="packed scattered"
 #   TRACERS="walk irqsoff preemptoff"
 #   LOOPS=..  (switch round trips per measurement: each one two walks)
 #   FLAVOUR=..  (the label opbench writes)
