@@ -192,6 +192,16 @@ if sc and "transient_faults" in s:
     print("stress: transient faults: words whose page changed frame before a check: %s"
           % (", ".join("%s %d" % (n, v["moved"]) for n, v in sorted(sc.items())
                        if n.startswith("fault-") and v["runs"]) or "none"))
+    # fault-dontneed's checks with a drop of the words' pages in progress
+    # at the arming's end or at the check, and the marks found on dropped
+    # pages in them: not judged (rseq_op_stress.c, fault_check()).
+    dn = sc.get("fault-dontneed")
+    if dn and dn["runs"] and "raced_checks" in dn:
+        print("stress: fault-dontneed: %d of %d checks with a drop in progress, %d marks"
+              " found on dropped pages in them (%d with the drop in progress at the"
+              " arming's end), %d in the control: not judged, a store racing with the drop"
+              % (dn["raced_checks"], dn["checks"], dn["raced_set"], dn["raced_set_arm"],
+                 dn["ctl_raced_set"]))
     # Runs whose event this kernel cannot cause: right outcomes that
     # tested nothing, said here by name and reason.
     for name, u in sorted(s["unsupported"].items()):
