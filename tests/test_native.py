@@ -267,16 +267,18 @@ def test_merge_refusals(kit, tmp_path):
     named twice, one label that is two kernels, an unfinished repetition
     or an existing OUT: refused, naming why, and nothing written."""
     a, b = tmp_path / "a", tmp_path / "b"
+    # The runs are only material for the refusals: a cell whose gate this
+    # host's load failed (status 3, recorded as invalid) is material too.
     for d, samples in ((a, "3"), (b, "2")):
         r = native(kit, d, BENCHES="syscall", SWEEP="0", REPS="1",
                    SAMPLES=samples)
-        assert r.returncode == 0, r.stderr[-3000:]
+        assert r.returncode in (0, 3), r.stderr[-3000:]
     ops = []
     for k, h in enumerate(("0123456789abcdef", "1123456789abcdef")):
         ops.append(tmp_path / ("ops%d" % k))
         r = native(kit, ops[-1], BENCHES="syscall", SWEEP="0", REPS="1",
                    BOOT_DIR=box_boot(tmp_path, "boot%d" % k, h))
-        assert r.returncode == 0, r.stderr[-3000:]
+        assert r.returncode in (0, 3), r.stderr[-3000:]
     r = merge_runs(tmp_path / "m1", a, a)
     assert r.returncode == 2 and "named twice" in r.stderr
     r = merge_runs(tmp_path / "m2", a, b)

@@ -164,7 +164,7 @@ MAKE_REFUSALS = [
     (["stress", "STRESS_PROFILE=debug"], ["STRESS_PROFILE is now STRESS_KCONFIG (default|debug)"]),
     # OPS where SWEEP is meant
     (["bench", "OPS=0,1,2048"], ["OPS is the N of one traced run",
-                                 "list of N is SWEEP (e.g. SWEEP=0,1,2048)"]),
+                                 "list of N is SWEEP (e.g. SWEEP=0,1,limit)"]),
     # series
     (["kernel"], ["kernel: name one: make kernel FLAVOUR=baseline|ops|control|<name>"]),
     (["kernel", "FLAVOUR=mine"],
@@ -337,7 +337,7 @@ def test_bench_run_refuses_its_plan(sb):
     refused(sb.run([run], {"PLAN": "nosuch"}), 1,
             "bench-run: error: PLAN='nosuch' is unknown; use one of: " + PLANS)
     refused(sb.run([run], {"PLAN": "quick", "OPS": "0,1"}), 1,
-            "OPS is the N of one traced run", "SWEEP=0,1,2048")
+            "OPS is the N of one traced run", "SWEEP=0,1,limit")
     refused(sb.run([run], {"PLAN": "quick", "BENCH_PROFILE": "quick"}), 1,
             "BENCH_PROFILE is now PLAN")
 
