@@ -7,8 +7,8 @@ layouts, records:
   walk: each walk's duration (the function_graph tracer on
       rseq_ops_apply) and whether it ran with interrupts off (the fast
       path, at most the bound's nodes, RSEQ_OP_IRQS_OFF_MAX), only
-      preemption off (v2's slow path) or
-      neither (v3's slow path: no stretch at all, shown for comparison);
+      preemption off (v2's slow path) or neither (v3's slow path: no
+      stretch at all, shown for comparison);
   irqsoff, preemptoff: the tracers' longest stretch on CPU 0 while the
       benchmark ran, whatever code it was (N = 0: the kernel's own, no
       list).
@@ -40,13 +40,13 @@ TICK_TOLERANCE = 0.01
 
 def analyse(recs, accel, bound=LEGACY_IRQS_OFF_MAX):
     """{"unit", "resolution", "ns", "rows", "irqs_off_max"}: one row per
-    flavour, tracer
-    and layout, its longest stretch at each N ("values": {N: figure});
-    for a tracer's row where it started and ended ("where"), for a walk
-    row the walks in its context and their median ("walks", "median"),
-    and each row's resolution; None without records. The accelerator is
-    the latency boots' own (their vm.json), accel only for records
-    without one."""
+    flavour, tracer and layout, its longest stretch at each N ("values":
+    {N: figure}); for a tracer's row where it started and ended
+    ("where"), for a walk row the walks in its context and their median
+    ("walks", "median"), and each row's resolution; None without records.
+    The accelerator is the latency boots' own (their vm.json), accel only
+    for records without one; bound is the fast path's (the run's index),
+    which the section's text names."""
     if not recs:
         return None
     accels = {r.get("accel") or accel for r in recs}

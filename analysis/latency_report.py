@@ -45,8 +45,8 @@ def latency_lines(lat):
         "on rseq_ops_apply, with its own entry and exit) that ran with "
         "interrupts off, the fast path of at most %d nodes, or with only "
         "preemption off, the slow path (v2's whole list, v3's and v4's "
-        "chunks of at most %d); walk task: a walk in task context with neither "
-        "off, which no series here does any more; "
+        "chunks of at most %d); walk task: a walk in task context with "
+        "neither off, which no series here does any more; "
         "to the %s; '-': no walk "
         "there." % (unit, lat["irqs_off_max"], lat["irqs_off_max"],
                     "instruction (one a nanosecond under icount)"

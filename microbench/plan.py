@@ -30,7 +30,8 @@ A benchmark word is NAME[:VARIANT][@N,N,...]: VARIANT scattered
 (--layout scattered), waker-ops (preempt --waker-ops), legacy or glibc
 (--reg); @N,... replaces SWEEP for it. In a list of N, "limit" is the list
 limit, "bound" the fast path's bound (plan.py fact) and "powers" every
-power of two up to the limit. The word tcmalloc runs the TCMalloc model. A cell line, as microbench/guest-bench.sh runs it:
+power of two up to the limit. The word tcmalloc runs the TCMalloc model.
+A cell line, as microbench/guest-bench.sh runs it:
 
     WORD BENCH OPS TYPE PLACE [OPTION...]   TYPE "default": the bench's own;
                                             PLACE "alone" (the other CPUs
