@@ -85,16 +85,23 @@ def analyse(a, compare=None):
            "ratios": [], "zero": [], "stretch": [], "register": [],
            "missing": [],
            "loops": a.get("walker_loops", {}), "target": TARGET_RATIO}
+    out["common_ns"] = {}
     for bench in a.get("walk_benches", WALK_BENCHES):
         g = group(a, bench)
         if not g:
             continue
         walks = g["walks_per_loop"]
+        # Designs that measured different N are compared on the N they all
+        # measured (opbench_data.common_models).
+        sfx = "_common" if g.get("common_ns") else ""
+        if sfx:
+            out["common_ns"][bench] = g["common_ns"]
         for fl in fls:
-            s = g["per_walk"].get(fl)
+            s = g["per_walk" + sfx].get(fl)
             if s:
-                out["slopes"].append(dict(s, bench=bench, flavour=fl,
-                                          mean=g["per_walk_mean"].get(fl)))
+                out["slopes"].append(dict(
+                    s, bench=bench, flavour=fl,
+                    mean=g["per_walk_mean" + sfx].get(fl)))
                 continue
             bad = sorted({x["nr_ops"] for x in a.get("invalid", [])
                           if x["bench"] == bench and x["flavour"] == fl})
@@ -104,11 +111,12 @@ def analyse(a, compare=None):
                         % ",".join(str(n) for n in bad)) if bad else
                        "no cost model (fewer than two N >= 1, or no boot "
                        "with every N)"})
-        res = g["cost"].get(ANCHOR)
+        cost = g["cost" + sfx]
+        res = cost.get(ANCHOR)
         for fl in fls:
-            if fl == ANCHOR or fl not in g["cost"] or not res:
+            if fl == ANCHOR or fl not in cost or not res:
                 continue
-            c = compare(res, g["cost"][fl], (bench, ANCHOR, fl))
+            c = compare(res, cost[fl], (bench, ANCHOR, fl))
             if c and walks:
                 # diff per walk, as the slopes; the ratio has no unit.
                 out["ratios"].append(dict(

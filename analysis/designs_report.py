@@ -47,6 +47,19 @@ def designs_lines(d, a):
         lines += [""] + textwrap.wrap("The walk, %s per operation per walk "
                                       "(fit of a + b*N per boot):" % unit,
                                       WIDTH)
+        by_ns = {}
+        for b, ns in d.get("common_ns", {}).items():
+            by_ns.setdefault(tuple(ns), []).append(b)
+        for ns, bs in sorted(by_ns.items()):
+            lines += textwrap.wrap(
+                "  %s: fitted over N = %s only, the N every design here "
+                "measured (a design with a lower limit has no cell above "
+                "it; a wider fit would take in what the others' walk "
+                "costs up there)." % (", ".join(b for b in benches
+                                                if b in bs) or
+                                      ", ".join(sorted(bs)),
+                                      ",".join(str(n) for n in ns)),
+                WIDTH, subsequent_indent="    ")
         lines.append("  %-8s %-10s %10s  %s" % ("bench", "design", "slope",
                                                 CI_HEAD))
         miss = {(m["bench"], m["flavour"]): m["why"]
@@ -150,10 +163,13 @@ def designs_lines(d, a):
                 "%10s" % (num(by[n]) if n in by else "n/a") for n in show)
                 + "  %s" % (num(r["slope"], True) if r["slope"] is not None
                             else "n/a"))
-        full = sorted({n for r in d["register"] for n in r["full"]})
-        if full:
-            lines.append("  N=%s: the list is full, no node can be added."
-                         % ",".join(str(n) for n in full))
+        for r in d["register"]:
+            if r["full"]:
+                lines += textwrap.wrap(
+                    "  %s at N=%s: full, no operation can be added (its "
+                    "limit)." % (r["flavour"], ",".join(
+                        str(n) for n in sorted(r["full"]))),
+                    WIDTH, subsequent_indent="    ")
     if d["loops"]:
         lines += [""] + textwrap.wrap("The walkers' loops, counted in each "
                                       "vmlinux (analysis/walker_loops.py; "

@@ -173,6 +173,43 @@ def compare_kernel_slopes(pool, rounds, m_ref, m, key):
     return st.compare_slopes_paired(m_ref, m, rounds, key=key)
 
 
+def common_models(g, cells, gkey, flavours, col, clock):
+    """When the flavours of a group measured different N (a design whose
+    limit is lower: min stops at 64), the same models fitted over the N
+    >= 1 they all measured, so that designs are compared on one range:
+    g["common_ns"], and "cost_common", "per_walk_common",
+    "per_walk_mean_common" by flavour. A fit over a wider range takes in
+    what the walk costs up there (ops' chunks above 64), which the other
+    design never ran. Nothing when every flavour measured the same N, or
+    fewer than two are shared."""
+    sets = [set(n for n in (k[4] for k in cells if k[:3] == gkey
+                            and k[3] == fl) if n >= 1) for fl in flavours]
+    sets = [s for s in sets if len(s) >= 2]
+    if len(sets) < 2:
+        return
+    common = set.intersection(*sets)
+    if len(common) < 2 or all(s == common for s in sets):
+        return
+    g["common_ns"] = sorted(common)
+    for name in ("cost_common", "per_walk_common", "per_walk_mean_common"):
+        g[name] = {}
+    for fl in flavours:
+        sub = {n: cells[gkey + (fl, n)] for n in [0] + g["common_ns"]
+               if gkey + (fl, n) in cells}
+        model = st.cost_model(sub, key=gkey + (fl, "common"))
+        if not model:
+            continue
+        g["cost_common"][fl] = model
+        if g["walks_per_loop"]:
+            g["per_walk_common"][fl] = per_walk(model, g["walks_per_loop"])
+            mean = mean_cells(col["extra"], clock, sub, gkey + (fl,))
+            mmodel = st.cost_model(mean, key=gkey + (fl, "mean", "common")) \
+                if mean else None
+            if mmodel:
+                g["per_walk_mean_common"][fl] = per_walk(
+                    mmodel, g["walks_per_loop"])
+
+
 def analyse(run):
     """Every number the report, the plots and the notebook show."""
     accel = accel_of(run)
@@ -327,6 +364,7 @@ def analyse(run):
             if mmodel:
                 g["per_walk_mean"][fl] = per_walk(mmodel,
                                                   g["walks_per_loop"])
+        common_models(g, cells, gkey, flavours, col, clock)
         # Ours against the RFC as posted, N by N and slope against slope.
         if "ops" in flavours and "rfc" in flavours:
             for n in sorted(k[4] for k in cells if k[3] == "ops"):

@@ -171,3 +171,39 @@ def test_breakeven_in_walks(tmp_path):
     assert abs(rows[("rfc", 0)]["walks"] - 460.0 / 38.0) < 0.05
     text = " ".join(" ".join(designs_report.designs_lines(d, a)).split())
     assert "When each design wins" in text
+
+
+def test_designs_of_different_limits_are_fitted_on_the_n_they_share():
+    """A design whose limit is lower (min stops at 64) is compared with
+    ops over the N both measured: a step in ops' cost above 64 (its chunks,
+    which min never runs) must not make min look cheaper per operation.
+    A group whose flavours measured the same N gets no second fit."""
+    import opbench_data
+    rng = np.random.default_rng(3)
+    gkey = ("switch", "null", "own")
+    cells = {}
+    for fl, top in (("ops", 2048), ("min", 64)):
+        for n in NS:
+            if n > top:
+                continue
+            chunks = 40.0 * (n // 64) if fl == "ops" and n > 64 else 0.0
+            cells[gkey + (fl, n)] = {
+                b: list(4000.0 + 5.0 * 2 * n + chunks + rng.normal(0, 0.3, 5))
+                for b in range(BOOTS)}
+    g = {"walks_per_loop": 2}
+    opbench_data.common_models(g, cells, gkey, ["baseline", "ops", "min"],
+                               {"extra": {}}, {})
+    assert g["common_ns"] == [1, 2, 4, 8, 16, 32, 64]
+    for fl in ("ops", "min"):
+        assert abs(g["per_walk_common"][fl]["value"] - 5.0) < 0.05, fl
+    # Over its own range ops' slope takes in the chunks.
+    wide = st.cost_model({n: cells[gkey + ("ops", n)] for n in NS},
+                         key=("ops",))
+    assert per_walk(wide, 2)["value"] > 5.2
+    same = {"walks_per_loop": 2}
+    opbench_data.common_models(same, {k: v for k, v in cells.items()
+                                      if k[3] == "min"} |
+                               {k[:3] + ("ops",) + k[4:]: v
+                                for k, v in cells.items() if k[3] == "min"},
+                               gkey, ["ops", "min"], {"extra": {}}, {})
+    assert "common_ns" not in same
