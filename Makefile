@@ -259,8 +259,8 @@ help:
 	@echo '  test-kernels   what make test boots: baseline and ops, on the debug'
 	@echo '                 configuration ops and the negative control'
 	@echo '  test-extra     the rig tests make test leaves out (marked extra): they'
-	@echo '                 boot bpf (the BPF design'"'"'s hook) and ops for powerpc'
-	@echo '                 book3s/32 (make arch-run'"'"'s kernel), two more kernels'
+	@echo '                 boot bpf (the BPF design'"'"'s hook), min (the handle ABI)'
+	@echo '                 and ops for powerpc book3s/32 (make arch-run'"'"'s kernel)'
 	@echo '  test-host      host-only tests (no kernel build, no boot; network cut;'
 	@echo '                 makes the cross build root first)'
 	@echo '  test-rig-soak  the rig tests ROUNDS times (default 5) beside a busy loop on'
@@ -344,7 +344,8 @@ help:
 	@echo '        destinations), rfc (RFC_SERIES),'
 	@echo '        resident (RESIDENT_SERIES: the kernel-resident variant of v2),'
 	@echo '        bpf (BPF_SERIES: a hook for BPF programs where the series applies'
-	@echo '        operations; microbench/bpf/ loads the program),'
+	@echo '        operations; microbench/bpf/ loads the program), min (the'
+	@echo '        handle ABI, kernel-patch/min: PR_RSEQ_OPS),'
 	@echo '        <name> (SERIES_<name>), any of them @host (TOOLCHAIN=host)'
 	@echo '  FLAVOUR=$(FLAVOUR)  one flavour: kernel, boot-time, stress, selftests-op,'
 	@echo '        flamegraph, trace'
@@ -414,12 +415,13 @@ test-kernels: source
 	$(Q)kernel-patch/scripts/kernels.sh $(TEST_FLAVOURS)
 	$(Q)KCONFIG=debug kernel-patch/scripts/kernels.sh ops control
 
-# What only make test-extra boots: bpf (the BPF design's hook) and ops for
-# powerpc book3s/32 with KUAP. Two more kernels that share no object with
-# the others (16 of a cold make test's 72 minutes, 2026-12-07), for two
-# rig tests (marked extra): their own target, outside the cold budget.
+# What only make test-extra boots: bpf (the BPF design's hook), min (the
+# handle ABI) and ops for powerpc book3s/32 with KUAP. Kernels that share
+# almost no object with the others (bpf and ppc32: 16 of a cold make
+# test's 72 minutes, 2026-12-07), for the rig tests marked extra: their own
+# target, outside the cold budget.
 extra-kernels: source
-	$(Q)kernel-patch/scripts/kernels.sh bpf
+	$(Q)kernel-patch/scripts/kernels.sh bpf min
 	$(Q)kernel-patch/scripts/arch-kernel.sh ppc32 ops >/dev/null
 
 image: deps
@@ -467,7 +469,7 @@ test: deps test-kernels cross-root image plugin-header
 	$(Q)t=$$(date +%s); rc=0; \
 		RIG_SUMMARY="$(TEST_LOGS)/rig-summary.txt" $(PYTHON) -m pytest -q $(PYTEST_V) --durations=15 -rs -m 'rig and not extra' tests/ || rc=$$?; \
 		STAGE_LOG="$(TEST_LOGS)/stages.txt" scripts/stage-clock "rig tests" $$t $(MAKE_T0) $(CI_BUDGET); exit $$rc
-	$(Q)echo "test: not run here: the rig tests marked extra (the bpf flavour, ppc32): make test-extra"
+	$(Q)echo "test: not run here: the rig tests marked extra (the bpf and min flavours, ppc32): make test-extra"
 
 # The rig tests that need extra-kernels, after what make test builds.
 test-extra: deps extra-kernels cross-root image

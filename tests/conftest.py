@@ -20,7 +20,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "rig: needs built kernels and image")
     config.addinivalue_line(
         "markers", "extra: a rig test that boots a kernel only make "
-        "test-extra builds (the bpf flavour, ppc32); make test leaves it out")
+        "test-extra builds (the bpf and min flavours, ppc32); make test leaves "
+        "it out")
 
 
 RIG_SELECTED = []

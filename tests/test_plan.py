@@ -179,8 +179,8 @@ def test_declarations_read_alike_by_shell_and_planner(tmp_path):
     script = "; ".join(
         'echo "%s %s=$(flavour_get %s %s)"' % (f, k, f, k)
         for f in sorted(decls) for k in ("SERIES", "FIXED", "EXTRA",
-                                         "SEMANTICS", "DESIGN", "LABEL",
-                                         "COLOUR"))
+                                         "SEMANTICS", "VIA", "DESIGN",
+                                         "LABEL", "COLOUR"))
     r = subprocess.run(["bash", "-c", ". scripts/common.sh; " + script],
                        cwd=TOP, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
