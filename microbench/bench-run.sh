@@ -323,7 +323,7 @@ for i in "${!order[@]}"; do
 		--copy "$TOPDIR/microbench/guest-bench.sh" --copy "${bcells[$i]}" \
 		-- env CELLS="$(basename "${bcells[$i]}")" LOOPS="$LOOPS" PREEMPT_LOOPS="$PREEMPT_LOOPS" \
 		SAMPLES="$SAMPLES" WARMUP="$WARMUP" SEED="${bseed[$i]}" \
-		PERF_BENCH="${PERF_BENCH:-0}" TCM_LOOPS="${TCM_LOOPS:-}" \
+		PERF_BENCH="${PERF_BENCH:-0}" TCM_LOOPS="${TCM_LOOPS:-}" VIA="$(flavour_get "$f" VIA)" \
 		EXTRA="-f $f ${EXTRA:-}" TCM_EXTRA="-f $f" ./guest-bench.sh > "$d/guest-stdout.txt" || st=$?
 	case $st in
 	0) ;;

@@ -21,6 +21,8 @@
 #   programs' own choice); OPBENCH, TCMODEL: the programs (default ./)
 #   ./rseq-bpf-ops present (the bpf flavour): the BPF design, see below;
 #   also writes bpf-zero.json and rseq-bpf-ops.txt.
+#   VIA=WAY  opbench --via WAY for every cell, and tcmodel's in ops mode
+#   (the flavour's declaration: min registers with PR_RSEQ_OPS).
 # Writes opbench.json (records), opbench.log (progress), tcmodel.json and
 # tcmodel.log (with tcmalloc), guest-info.txt,
 # tsc.txt (the kernel's TSC and clocksource lines) and perf-bench.txt
@@ -92,10 +94,12 @@ tcmalloc() {
 				cpuopt=$alone
 			fi
 			echo "guest-bench: tcmalloc $m $cells" >&2
+			viaopt=
+			[ "$m" = ops ] && [ -n "${VIA:-}" ] && viaopt="--via $VIA"
 			# shellcheck disable=SC2086 # the options are lists
 			"$tcmodel" --mode $m $cpuopt -l "${TCM_LOOPS:-$LOOPS}" \
 				-p "${PREEMPT_LOOPS:-$LOOPS}" -s "$SAMPLES" -w "$WARMUP" \
-				${TCM_EXTRA:-} "$cells" >> tcmodel.json 2>> tcmodel.log
+				$viaopt ${TCM_EXTRA:-} "$cells" >> tcmodel.json 2>> tcmodel.log
 			st=$?
 			[ "$cells" = preempt ] && cpus_online 1
 			account $st "tcmodel --mode $m $cells"
@@ -155,6 +159,9 @@ if [ -x ./rseq-bpf-ops ]; then
 		exit 1
 	fi
 	bpf_via="--via bpf"
+elif [ -n "${VIA:-}" ]; then
+	# The flavour's own way to register (its declaration's VIA).
+	bpf_via="--via $VIA"
 fi
 
 while read -r word b ops t place opts <&3; do

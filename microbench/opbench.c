@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "bpfops.h"
+#include "minops.h"
 #include "opbench.h"
 
 /*
@@ -451,9 +452,11 @@ static void usage(FILE *f)
 		"      --layout L      packed (default): nodes in list order, or\n"
 		"                      scattered: one node per page, list shuffled\n"
 		"      --via WAY       how operations are registered: prctl (default,\n"
-		"                      PR_RSEQ_OP) or bpf (the BPF design's map, which\n"
+		"                      PR_RSEQ_OP), bpf (the BPF design's map, which\n"
 		"                      rseq-bpf-ops load pinned; at N = 0 the thread\n"
-		"                      still opts in to the kernel's hook)\n"
+		"                      still opts in to the kernel's hook) or min\n"
+		"                      (PR_RSEQ_OPS, the handle ABI: zero stores,\n"
+		"                      the kernel's limit found by ENOSPC)\n"
 		"      --mark          the instruction profiler's markers around each\n"
 		"                      sample (tracing/insnprof; with --warmup 0)\n"
 		"  -h, --help\n", OB_RSEQ_OP_LIST_LIMIT, OB_RSEQ_OP_LIST_LIMIT);
@@ -547,8 +550,10 @@ int main(int argc, char **argv)
 		case 'V':
 			if (!strcmp(optarg, "bpf")) {
 				ops_backend = &bpfops_backend;
+			} else if (!strcmp(optarg, "min")) {
+				ops_backend = &minops_backend;
 			} else if (strcmp(optarg, "prctl")) {
-				fprintf(stderr, "opbench: --via '%s': want prctl or bpf\n", optarg);
+				fprintf(stderr, "opbench: --via '%s': want prctl, bpf or min\n", optarg);
 				return 2;
 			}
 			break;

@@ -26,6 +26,26 @@
 #define OB_AT_RSEQ_ALIGN		28
 #define OB_ENOTSUPP			524	/* kernel-internal; the RFC returns it */
 
+/*
+ * The minimal kernel-owned ABI (the min flavour): PR_RSEQ_OPS takes a
+ * description, copies it and returns a handle. No list, no sentinel, and
+ * a limit the kernel keeps to itself (-ENOSPC).
+ */
+#define OB_PR_RSEQ_OPS			83
+#define OB_PR_RSEQ_OPS_ADD		1
+#define OB_PR_RSEQ_OPS_DEL		2
+#define OB_PR_RSEQ_OPS_GET		3
+#define OB_RSEQ_OP_TYPE_ZERO		0
+
+struct ob_rseq_op {
+	uint64_t addr;
+	uint32_t len;
+	uint16_t type;
+	uint16_t flags;
+	uint32_t handle;
+	uint32_t reserved;
+};
+
 enum ob_rseq_op_type {
 	OB_RSEQ_OP_RESET,
 	OB_RSEQ_OP_RESET_WITH_STRIDE_CPUID,
@@ -77,5 +97,6 @@ _Static_assert(offsetof(struct ob_rseq_op_reset_with_stride, len) == 48,
 _Static_assert(offsetof(struct ob_rseq, flags) == 16, "rseq layout");
 _Static_assert(offsetof(struct ob_rseq, mm_cid) == 24, "rseq layout");
 _Static_assert(offsetof(struct ob_rseq, op_list) == 32, "sentinel offset");
+_Static_assert(sizeof(struct ob_rseq_op) == 24, "handle ABI description size");
 
 #endif /* OPBENCH_RSEQ_OP_ABI_H */

@@ -79,6 +79,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "minops.h"
 
 #define SLAB_SHIFT	12		/* one 4 KiB slab region per CPU (OB_CPUS) */
 #define CLASS_HDR	8		/* offset of size class 1's header */
@@ -418,9 +419,13 @@ static int thread_register(const char **why)
 		m.slabs = &ops_slabs;
 		memset(&ops_node, 0, sizeof(ops_node));
 		op_node_init(&ops_node, OP_NULL, &ops_slabs, NULL);	/* reset to zero */
-		if (!no_ops && prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_REGISTER,
-				     (unsigned long)&ops_node, 0, 0)) {
-			err = -errno;
+		/* prctl(PR_RSEQ_OP), or --via min's PR_RSEQ_OPS */
+		err = 0;
+		if (!no_ops && ops_backend)
+			err = ops_backend->thread_begin();
+		if (!no_ops && !err)
+			err = op_node_register(&ops_node, OP_NULL);
+		if (err) {
 			*why = ops_refusal(err, area);
 			return err;
 		}
@@ -887,6 +892,8 @@ static void usage(FILE *f)
 		"  -f, --flavour NAME  flavour label (default: from uname -r)\n"
 		"      --period-us N   preempt: the waker's period (default 331)\n"
 		"      --no-ops        ops mode: register no operation (the gate must fail)\n"
+		"      --via WAY       ops mode: how the operation is registered: prctl\n"
+		"                      (default, PR_RSEQ_OP) or min (PR_RSEQ_OPS)\n"
 		"  -q, --quiet\n"
 		"  -h, --help\n");
 }
@@ -919,6 +926,7 @@ int main(int argc, char **argv)
 		RUN_OPTS_LONG,
 		{ "preempt-loops", required_argument, NULL, 'p' },
 		{ "no-ops", no_argument, NULL, 'N' },
+		{ "via", required_argument, NULL, 'V' },
 		{ "list", no_argument, NULL, 'L' },
 		{ }
 	};
@@ -947,6 +955,14 @@ int main(int argc, char **argv)
 			break;
 		case 'N':
 			no_ops = true;
+			break;
+		case 'V':
+			if (!strcmp(optarg, "min")) {
+				ops_backend = &minops_backend;
+			} else if (strcmp(optarg, "prctl")) {
+				fprintf(stderr, "tcmodel: --via '%s': want prctl or min\n", optarg);
+				return 2;
+			}
 			break;
 		case 'L':
 			for (int i = 0; i < W_NR; i++)

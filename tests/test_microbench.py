@@ -88,7 +88,7 @@ def test_register_says_what_it_cannot_do(opbench):
     (["-r", "v3", "syscall"], "want own, legacy or glibc"),
     (["-l", "0", "syscall"], "--loops '0' is not a number >= 1"),
     (["--pad", "65", "syscall"], "--pad 65: at most 64"),
-    (["--via", "ebpf", "syscall"], "--via 'ebpf': want prctl or bpf"),
+    (["--via", "ebpf", "syscall"], "--via 'ebpf': want prctl, bpf or min"),
     (["nosuch"], "no benchmark 'nosuch'"),
     ([], "name one benchmark"),
 ])
@@ -155,6 +155,27 @@ def test_records_on_host(opbench):
     for x in samples + gates + unsup:
         assert (x["warmup"], x["period_us"], x["waker_ops"], x["no_ops"],
                 x["pad"], x["via"]) == (0, 331, False, False, 0, "prctl"), x
+
+
+def test_via_min_says_what_the_kernel_lacks(opbench):
+    """--via min (the handle ABI, PR_RSEQ_OPS): a kernel without it (this
+    host's) gets an "unsupported" record naming the missing prctl at every
+    N, N = 0 included (the thread asks the kernel whether it has the ABI
+    before its first cell, as --via bpf opts in), recorded with via "min",
+    and no sample."""
+    r = run(opbench, "-n", "0,1", "-l", "20", "-s", "1", "-w", "0",
+            "--via", "min", "syscall")
+    assert r.returncode == 0, r.stderr
+    recs = records(r.stdout)
+    samples = [x for x in recs if x["kind"] == "sample"]
+    unsup = [x for x in recs if x["kind"] == "unsupported"]
+    if any(x["nr_ops"] == 1 for x in samples):
+        pytest.skip("this host's kernel has PR_RSEQ_OPS")
+    assert sorted(x["nr_ops"] for x in unsup) == [0, 1], recs
+    for x in unsup:
+        assert x["why"] == "kernel without PR_RSEQ_OPS (the handle ABI)"
+        assert x["via"] == "min"
+    assert samples == []
 
 
 def test_seed_orders_the_cells(opbench):

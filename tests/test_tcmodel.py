@@ -43,6 +43,7 @@ def records(stdout):
     (["--mode", "legacy", "--no-ops", "pair"], "--no-ops is for --mode ops"),
     (["--mode", "legacy", "-l", "0", "pair"], "'0' is not a number >= 1"),
     (["--mode", "legacy"], "name the cells"),
+    (["--mode", "ops", "--via", "bpf", "pair"], "--via 'bpf': want prctl or min"),
 ])
 def test_bad_arguments_are_named(tcmodel, args, msg):
     r = subprocess.run([tcmodel] + args, capture_output=True, text=True)

@@ -126,7 +126,8 @@ fold() {
 # insnboot FLAVOUR OPS DIR: opbench under the instruction profiler. On the
 # bpf flavour, the BPF design's program is loaded first and opbench
 # registers with it (--via bpf); its JITed code and trampoline are not in
-# System.map.
+# System.map. Another flavour registers the way its declaration's VIA
+# says (min: --via min).
 insnboot() {
 	local fl=$1 n=$2 d=$3 kdir rc=0 t pre= via= bpf=()
 	kdir=$(kernel_dir "$fl")
@@ -136,6 +137,8 @@ insnboot() {
 		bpf=(--copy "$out/bin/rseq-bpf-ops")
 		pre="./rseq-bpf-ops load > bpf-load.txt 2>&1 && "
 		via="--via bpf "
+	elif [ -n "$(flavour_get "$fl" VIA)" ]; then
+		via="--via $(flavour_get "$fl" VIA) "
 	fi
 	"$PYTHON" "$tdir/insnprof.py" entries "$kdir/System.map" > "$d/entries.txt"
 	local vm=("$TOPDIR/vm-images/guest-run" --flavour "$fl" --out "$d"
