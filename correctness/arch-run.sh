@@ -82,7 +82,10 @@ if [ ! -f "$tree/tools/testing/selftests/rseq/rseq_op_test.c" ]; then
 		die "$flavour's series has no rseq_op_test and ops is not built for $arch: run make arch-run GUEST_ARCH=$arch FLAVOURS=ops first"
 fi
 semantics=
-[ "$(op_semantics "$flavour")" = resident ] && semantics=-R
+case $(op_semantics "$flavour") in
+resident) semantics=-R ;;
+handle) die "FLAVOUR=$flavour registers with handles (PR_RSEQ_OPS), which rseq_op_stress has no mode for yet" ;;
+esac
 
 label=arch-$arch-$flavour
 [ -z "${OPTEST_FLAVOUR:-}" ] || label+=-optest-$OPTEST_FLAVOUR

@@ -29,7 +29,7 @@ kernel_dir "$flavour" >/dev/null
 out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "selftests-$flavour-$mode")
 "$TOPDIR/correctness/selftests-build.sh" "$flavour" "$out"
 require=
-case $flavour in ops | ops-v3 | v2 | resident) require=1 ;; esac
+case $flavour in ops | ops-v3 | v2 | resident | min) require=1 ;; esac
 log "[$flavour] running '$mode' selftests in the guest (timeout ${timeout}s; log $out/)"
 rc=0
 "$TOPDIR/vm-images/guest-run" --flavour "$flavour" --out "$out" --timeout "$timeout" \

@@ -51,6 +51,7 @@ par=${PARALLEL:-4}
 case ${STRESS_SEMANTICS:-$(op_semantics "$flavour")} in
 resident) semantics=-R ;;
 list) semantics= ;;
+handle) die "FLAVOUR=$flavour registers with handles (PR_RSEQ_OPS), which rseq_op_stress has no mode for yet: its rseq_op_test is what checks it (make selftests-op FLAVOUR=$flavour)" ;;
 *) die "STRESS_SEMANTICS='$STRESS_SEMANTICS': want list or resident" ;;
 esac
 [[ "${STRESS_APPEND:-}" =~ ^[A-Za-z0-9_.,=:\ -]*$ ]] ||

@@ -107,3 +107,28 @@ def test_ops_selftest_on_debug_kernel(tmp_path):
     problems = rigreport.check_selftest_skips(r.stdout, "debug",
                                               "selftest debug, ops")
     assert not problems, problems
+
+
+@pytest.mark.rig
+@pytest.mark.extra
+def test_min_selftest(tmp_path):
+    """The min flavour (the handle ABI, PR_RSEQ_OPS): its own rseq_op_test
+    passes on its kernel, the feature size is 7.2's (the ABI adds nothing
+    to struct rseq), and the kernel logged no WARNING, BUG or Oops."""
+    r = subprocess.run([os.path.join(TOP, "correctness/guest-selftests.sh"),
+                        "min", "op"], capture_output=True, text=True,
+                       timeout=1800,
+                       env=dict(os.environ, RESULTS_ROOT=str(tmp_path)))
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
+    assert "\nok 1 rseq_op_test\n" in r.stdout, r.stdout[-3000:]
+    assert "# 1 passed, 0 skipped, 0 failed" in r.stdout
+    assert "not ok" not in r.stdout
+    # Both runs of run_rseq_op_test.sh: on glibc's registration, then on
+    # the test's own (its cases named noglibc.*).
+    assert r.stdout.count("# # PASSED: ") == 2, r.stdout[-3000:]
+    assert "noglibc.apply.legacy_area.after_poll" in r.stdout
+    out = r.stdout.strip().splitlines()[-1]
+    with open(os.path.join(out, "kernel-problems.txt")) as f:
+        assert f.read() == ""
+    size = re.search(r"AT_RSEQ_FEATURE_SIZE (\d+)", r.stdout)
+    assert size and size.group(1) == "33", r.stdout[-3000:]
