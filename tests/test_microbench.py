@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+import rigreport
 from conftest import TOP
 
 RUNNER = os.path.join(TOP, "vm-images", "guest-run")
@@ -444,13 +445,32 @@ def test_gate_fails_on_the_control(guest_opbench, image, tmp_path):
     # word rewritten, the last not.
     samples = {(x["bench"], x["nr_ops"]): x for x in recs
                if x["kind"] == "sample"}
+    # Whole, in a failure's captured output (an assertion's repr of a
+    # record is cut short): what a rare failure needs to be read.
+    for x in sorted(samples):
+        print(json.dumps(samples[x], sort_keys=True))
     # None of those partial iterations is put down to a switch between
     # the two stores: signal walks in every iteration, and switch's
     # iterations saw the switch they walked after (R11).
+    # A sample of switch whose yields did not switch (EEVDF keeps picking
+    # the yielding thread while its partner is not eligible; with the
+    # host's load, for a whole sample) showed no walk to judge: it is
+    # reported, and the gate above still failed on what it saw.
     for b in ("switch", "signal"):
         assert samples[(b, 1)]["valid"] is True, samples[(b, 1)]
         bad = samples[(b, 4)]
-        assert bad["valid"] is False and bad["partial"] > 0, bad
+        assert bad["valid"] is False, bad
+        seen = round(bad["switches_per_loop"] * bad["loops"]) - \
+            bad["switches_unshown"]
+        if b == "switch" and seen <= 0:
+            rigreport.event("no switch shown in a sample",
+                            "gate on the control, switch N=4",
+                            "%s of %d loops switched, none shown: %s" % (
+                                round(bad["switches_per_loop"] *
+                                      bad["loops"]), bad["loops"],
+                                bad["why"]))
+            continue
+        assert bad["partial"] > 0, bad
         assert bad["partial"] > bad["partial_explained"], bad
         assert "some watched words" in bad["why"], bad
     assert samples[("signal", 4)]["partial_explained"] == 0
