@@ -173,6 +173,28 @@ def compare_kernel_slopes(pool, rounds, m_ref, m, key):
     return st.compare_slopes_paired(m_ref, m, rounds, key=key)
 
 
+def fit_models(g, suffix, fl, sub, key, extra, clock, tag=()):
+    """One flavour's cost model of SUB ({N: its cell}) into g["cost" +
+    SUFFIX], and per walk where a loop has walks: of the cells' medians
+    (g["per_walk" + SUFFIX], as the report prints it beside b) and of
+    each sample's mean per loop (g["per_walk_mean" + SUFFIX]: what a user
+    pays, every iteration and re-walk counted, where the median hides
+    them). KEY: the flavour's (bench, type, registration, flavour), which
+    mean_cells() reads the records by; TAG tells the fits' keys apart."""
+    walks = g["walks_per_loop"]
+    model = st.cost_model(sub, key=key + tag)
+    if not model:
+        return
+    g["cost" + suffix][fl] = model
+    if not walks:
+        return
+    g["per_walk" + suffix][fl] = per_walk(model, walks)
+    mean = mean_cells(extra, clock, sub, key)
+    mmodel = st.cost_model(mean, key=key + ("mean",) + tag) if mean else None
+    if mmodel:
+        g["per_walk_mean" + suffix][fl] = per_walk(mmodel, walks)
+
+
 def common_models(g, cells, gkey, flavours, col, clock):
     """When the flavours of a group measured different N (a design whose
     limit is lower: min stops at 64), the same models fitted over the N
@@ -182,8 +204,8 @@ def common_models(g, cells, gkey, flavours, col, clock):
     what the walk costs up there (ops' chunks above 64), which the other
     design never ran. Nothing when every flavour measured the same N, or
     fewer than two are shared."""
-    sets = [set(n for n in (k[4] for k in cells if k[:3] == gkey
-                            and k[3] == fl) if n >= 1) for fl in flavours]
+    sets = [set(k[4] for k in cells if k[3] == fl and k[4] >= 1)
+            for fl in flavours]
     sets = [s for s in sets if len(s) >= 2]
     if len(sets) < 2:
         return
@@ -196,18 +218,8 @@ def common_models(g, cells, gkey, flavours, col, clock):
     for fl in flavours:
         sub = {n: cells[gkey + (fl, n)] for n in [0] + g["common_ns"]
                if gkey + (fl, n) in cells}
-        model = st.cost_model(sub, key=gkey + (fl, "common"))
-        if not model:
-            continue
-        g["cost_common"][fl] = model
-        if g["walks_per_loop"]:
-            g["per_walk_common"][fl] = per_walk(model, g["walks_per_loop"])
-            mean = mean_cells(col["extra"], clock, sub, gkey + (fl,))
-            mmodel = st.cost_model(mean, key=gkey + (fl, "mean", "common")) \
-                if mean else None
-            if mmodel:
-                g["per_walk_mean_common"][fl] = per_walk(
-                    mmodel, g["walks_per_loop"])
+        fit_models(g, "_common", fl, sub, gkey + (fl,), col["extra"], clock,
+                   ("common",))
 
 
 def analyse(run):
@@ -346,24 +358,8 @@ def analyse(run):
                     c["nr_ops"] = n
                     rows.append(c)
                 g["vs_zero"][fl] = rows
-            model = st.cost_model({n: pb(fl, n) for n in ns},
-                                  key=gkey + (fl,))
-            if model:
-                g["cost"][fl] = model
-                # Per walk, as the report prints it beside b.
-                if g["walks_per_loop"]:
-                    g["per_walk"][fl] = per_walk(model, g["walks_per_loop"])
-            # What a user pays: each sample's mean per loop, every
-            # iteration and re-walk counted, where the median hides them.
-            # Only where there is a walk to divide by.
-            mean = mean_cells(col["extra"], clock,
-                              {n: pb(fl, n) for n in ns}, gkey + (fl,)) \
-                if model and g["walks_per_loop"] else None
-            mmodel = st.cost_model(mean, key=gkey + (fl, "mean")) \
-                if mean else None
-            if mmodel:
-                g["per_walk_mean"][fl] = per_walk(mmodel,
-                                                  g["walks_per_loop"])
+            fit_models(g, "", fl, {n: pb(fl, n) for n in ns}, gkey + (fl,),
+                       col["extra"], clock)
         common_models(g, cells, gkey, flavours, col, clock)
         # Ours against the RFC as posted, N by N and slope against slope.
         if "ops" in flavours and "rfc" in flavours:

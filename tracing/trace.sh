@@ -129,7 +129,7 @@ fold() {
 # System.map. Another flavour registers the way its declaration's VIA
 # says (min: --via min).
 insnboot() {
-	local fl=$1 n=$2 d=$3 kdir rc=0 t pre= via= bpf=()
+	local fl=$1 n=$2 d=$3 kdir rc=0 t pre= via= bpf=() way
 	kdir=$(kernel_dir "$fl")
 	mkdir -p "$d"
 	if [ "$fl" = bpf ]; then
@@ -137,8 +137,9 @@ insnboot() {
 		bpf=(--copy "$out/bin/rseq-bpf-ops")
 		pre="./rseq-bpf-ops load > bpf-load.txt 2>&1 && "
 		via="--via bpf "
-	elif [ -n "$(flavour_get "$fl" VIA)" ]; then
-		via="--via $(flavour_get "$fl" VIA) "
+	else
+		way=$(flavour_get "$fl" VIA)
+		via=${way:+--via $way }
 	fi
 	"$PYTHON" "$tdir/insnprof.py" entries "$kdir/System.map" > "$d/entries.txt"
 	local vm=("$TOPDIR/vm-images/guest-run" --flavour "$fl" --out "$d"
