@@ -243,7 +243,13 @@ def per_op(a, outdir):
                     label=None if fl in labelled else fl)
             labelled.add(fl)
             end = max(b, bci[1])
-            ax.annotate("%.1f" % b, (end, pos), ha="left", va="center",
+            # Flavours that measured different N were fitted over their
+            # own (the designs section compares them on the N they share):
+            # the bar says over which.
+            txt = "%.1f" % b
+            if g.get("common_ns"):
+                txt += " (N=%d..%d)" % (m["ns"][0], m["ns"][-1])
+            ax.annotate(txt, (end, pos), ha="left", va="center",
                         fontsize=8, xytext=(4, 0),
                         textcoords="offset points")
             ends += [bci[0], end]
