@@ -28,8 +28,9 @@ esac
 kernel_dir "$flavour" >/dev/null
 out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "selftests-$flavour-$mode")
 "$TOPDIR/correctness/selftests-build.sh" "$flavour" "$out"
-require=
-case $flavour in ops | ops-v3 | v2 | resident | min) require=1 ;; esac
+# PRELOAD=1 in its declaration: param_test must get operations through
+# rseq_op_preload.so, not run without them.
+require=$(flavour_get "$flavour" PRELOAD)
 log "[$flavour] running '$mode' selftests in the guest (timeout ${timeout}s; log $out/)"
 rc=0
 "$TOPDIR/vm-images/guest-run" --flavour "$flavour" --out "$out" --timeout "$timeout" \

@@ -50,7 +50,7 @@ targets=$(for p in $progs; do printf '%s/%s ' "$dest" "$p"; done)
 if in_buildroot --bind "$dest" make -s -C "$st" OUTPUT="$dest" KHDR_INCLUDES="-isystem $kdir/headers" \
 	$targets >"$dest/build.log" 2>&1; then
 	cp "$st"/run_*.sh "$st/settings" "$dest/"
-elif [[ "$flavour" =~ ^(ops|ops-v3|baseline|resident|v2|min)$ ]]; then
+elif [ "$(flavour_get "$flavour" SELFTESTS)" = 1 ]; then
 	tail -20 "$dest/build.log" >&2
 	die "rseq selftests failed to build; log: $dest/build.log"
 else

@@ -100,8 +100,8 @@ def read_declarations(path, keys, what):
 
 
 FLAVOURS_DIR = os.path.join(TOP, "kernel-patch", "flavours")
-FLAVOUR_KEYS = ("SERIES", "FIXED", "EXTRA", "SEMANTICS", "VIA", "DESIGN",
-                "LABEL", "COLOUR")
+FLAVOUR_KEYS = ("SERIES", "FIXED", "EXTRA", "SEMANTICS", "VIA", "SELFTESTS",
+                "PRELOAD", "DESIGN", "LABEL", "COLOUR")
 
 
 @functools.lru_cache(maxsize=None)

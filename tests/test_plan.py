@@ -176,11 +176,16 @@ def test_declarations_read_alike_by_shell_and_planner(tmp_path):
     decls = json.loads((out / "run.json").read_text())["flavour_decls"]
     assert {"baseline", "ops", "control", "ops-v3", "v2", "rfc", "resident",
             "bpf"} <= set(decls)
+    # One list of keys: the shell's (common.sh) is the planner's.
+    r = subprocess.run(["bash", "-c", '. scripts/common.sh; echo $FLAVOUR_KEYS'],
+                       cwd=TOP, capture_output=True, text=True)
+    keys = r.stdout.split()
+    sys.path.insert(0, os.path.join(TOP, "microbench"))
+    import plan as plan_py
+    assert tuple(keys) == plan_py.FLAVOUR_KEYS
     script = "; ".join(
         'echo "%s %s=$(flavour_get %s %s)"' % (f, k, f, k)
-        for f in sorted(decls) for k in ("SERIES", "FIXED", "EXTRA",
-                                         "SEMANTICS", "VIA", "DESIGN",
-                                         "LABEL", "COLOUR"))
+        for f in sorted(decls) for k in keys)
     r = subprocess.run(["bash", "-c", ". scripts/common.sh; " + script],
                        cwd=TOP, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
