@@ -416,12 +416,14 @@ test-kernels: source
 	$(Q)KCONFIG=debug kernel-patch/scripts/kernels.sh ops control
 
 # What only make test-extra boots: bpf (the BPF design's hook), min (the
-# handle ABI) and ops for powerpc book3s/32 with KUAP. Kernels that share
+# handle ABI; and its debug build, for the stress program's -M) and ops
+# for powerpc book3s/32 with KUAP. Kernels that share
 # almost no object with the others (bpf and ppc32: 16 of a cold make
 # test's 72 minutes, 2026-12-07), for the rig tests marked extra: their own
 # target, outside the cold budget.
 extra-kernels: source
 	$(Q)kernel-patch/scripts/kernels.sh bpf min
+	$(Q)KCONFIG=debug kernel-patch/scripts/kernels.sh min
 	$(Q)kernel-patch/scripts/arch-kernel.sh ppc32 ops >/dev/null
 
 image: deps

@@ -84,7 +84,7 @@ fi
 semantics=
 case $(op_semantics "$flavour") in
 resident) semantics=-R ;;
-handle) die "FLAVOUR=$flavour registers with handles (PR_RSEQ_OPS), which rseq_op_stress has no mode for yet" ;;
+handle) semantics=-M ;;
 esac
 
 label=arch-$arch-$flavour

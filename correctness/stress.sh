@@ -10,8 +10,9 @@
 #        the fault-* ones), RESULTS_ROOT (default results/). ops (v4),
 #        ops-v3, control and resident run the scenarios with the outcomes
 #        of a kernel that reads nodes once (-R), v2 and rfc with those of
-#        a walk of the list (scripts/common.sh op_semantics);
-#        STRESS_SEMANTICS=list|resident chooses for any flavour;
+#        a walk of the list, min those of the handle ABI (-M) (the
+#        flavour's SEMANTICS, scripts/common.sh op_semantics);
+#        STRESS_SEMANTICS=list|resident|handle chooses for any flavour;
 #        STRESS_APPEND: more kernel parameters for the guest (for example
 #        transparent_hugepage=never), recorded in the run's commands
 #
@@ -45,14 +46,15 @@ par=${PARALLEL:-4}
 # A kernel that checks and copies nodes at registration (ops, i.e. v4,
 # ops-v3 and the resident variant) ignores writes to registered nodes,
 # where a walk of the list (v2, the RFC) kills the task (rseq_op_stress
-# -R or not).
+# -R or not); one that takes descriptions and gives handles (min) has no
+# node at all (-M: the scenarios that need none).
 # STRESS_SEMANTICS=list|resident overrides the choice (a test runs the
 # list outcomes on ops, where they must be wrong).
 case ${STRESS_SEMANTICS:-$(op_semantics "$flavour")} in
 resident) semantics=-R ;;
 list) semantics= ;;
-handle) die "FLAVOUR=$flavour registers with handles (PR_RSEQ_OPS), which rseq_op_stress has no mode for yet: its rseq_op_test is what checks it (make selftests-op FLAVOUR=$flavour)" ;;
-*) die "STRESS_SEMANTICS='$STRESS_SEMANTICS': want list or resident" ;;
+handle) semantics=-M ;;
+*) die "STRESS_SEMANTICS='$STRESS_SEMANTICS': want list, resident or handle" ;;
 esac
 [[ "${STRESS_APPEND:-}" =~ ^[A-Za-z0-9_.,=:\ -]*$ ]] ||
 	die "STRESS_APPEND='$STRESS_APPEND' is not a list of kernel parameters (letters, digits, _ . , = : -, spaces)"

@@ -72,7 +72,11 @@ def test_resident_outcomes_listed(tmp_path):
 # them where the real kernel would, after a poll() (the victim's switch)
 # and a raise() (the delivery of a signal); FAKE_MODE=control applies
 # only the oldest, as the negative control does. The events, the probes
-# and the summary are the program's own, on the host's kernel.
+# and the summary are the program's own, on the host's kernel. It also
+# fakes the handle ABI (PR_RSEQ_OPS, -M) with the min flavour's rules as
+# its uapi header states them: the lowest free handle, a limit of 64
+# (-ENOSPC), a description refused unless whole, zero-tailed, of a known
+# type, aligned and outside the rseq area; FAKE_LIMIT another limit.
 FAKE_KERNEL = r"""
 #define _GNU_SOURCE
 #include <errno.h>
@@ -87,12 +91,91 @@ FAKE_KERNEL = r"""
 static __thread struct ob_rseq fake_area __attribute__((aligned(32)));
 static __thread struct ob_rseq_op_reset *ops[OB_RSEQ_OP_LIST_LIMIT];
 static __thread int nops;
+/* The handle ABI: description, order of addition (0: handle free) */
+static __thread struct ob_rseq_op hops[OB_RSEQ_OP_LIST_LIMIT];
+static __thread long hseq[OB_RSEQ_OP_LIST_LIMIT], hnext;
+static __thread int registered;
+
+static int hlimit(void)
+{
+	const char *l = getenv("FAKE_LIMIT");
+
+	return l ? atoi(l) : 64;
+}
+
+static long fail(int e)
+{
+	errno = e;
+	return -1;
+}
+
+/* Whether [p, p + n) can be read: a pipe refuses what cannot */
+static int readable(const void *p, unsigned long n)
+{
+	int fd[2], ok;
+
+	if (pipe(fd))
+		return 0;
+	ok = write(fd[1], p, n) == (long)n;
+	close(fd[0]);
+	close(fd[1]);
+	return ok;
+}
+
+static long ops_handles(unsigned long cmd, unsigned long a3, unsigned long a4,
+			unsigned long a5)
+{
+	const struct ob_rseq_op *d = (const void *)a3;
+	uintptr_t area = (uintptr_t)&fake_area;
+	int n = 0, h;
+
+	for (h = 0; h < hlimit(); h++)
+		n += hseq[h] != 0;
+	if (cmd < OB_PR_RSEQ_OPS_ADD || cmd > OB_PR_RSEQ_OPS_GET ||
+	    a5 || (cmd == OB_PR_RSEQ_OPS_DEL && a4))
+		return fail(EINVAL);
+	if (!registered)
+		return fail(ENXIO);
+	if (cmd == OB_PR_RSEQ_OPS_GET)
+		return a3 || a4 ? fail(EINVAL) : n;
+	if (cmd == OB_PR_RSEQ_OPS_DEL) {
+		if (a3 >= (unsigned long)hlimit() || !hseq[a3])
+			return fail(ENOENT);
+		hseq[a3] = 0;
+		return 0;
+	}
+	if (!d || a4 < sizeof(*d))
+		return fail(EINVAL);
+	if (a4 > 4096)
+		return fail(E2BIG);
+	if (!readable(d, a4))
+		return fail(EFAULT);
+	for (unsigned long i = sizeof(*d); i < a4; i++)
+		if (((const char *)d)[i])
+			return fail(E2BIG);
+	if (d->flags || d->handle || d->reserved)
+		return fail(EINVAL);
+	if (d->type != OB_RSEQ_OP_TYPE_ZERO)
+		return fail(EOPNOTSUPP);
+	if ((d->len != 4 && d->len != 8) || !d->addr || d->addr % d->len ||
+	    d->addr >= 0x800000000000ULL ||
+	    (d->addr < area + sizeof(fake_area) && area < d->addr + d->len))
+		return fail(EINVAL);
+	if (n >= hlimit())
+		return fail(ENOSPC);
+	for (h = 0; hseq[h]; h++)
+		;
+	hops[h] = *d;
+	hseq[h] = ++hnext;
+	return h;
+}
 
 int rseq_register_thread(enum reg_mode m, struct ob_rseq **a)
 {
 	(void)m;
 	fake_area.flags = OB_RSEQ_OP_AVAILABLE | OB_RSEQ_OP_ENABLED;
 	*a = &fake_area;
+	registered = 1;
 	return 0;
 }
 
@@ -101,6 +184,8 @@ int rseq_unregister_thread(enum reg_mode m, struct ob_rseq *a)
 	(void)m;
 	(void)a;
 	nops = 0;
+	memset(hseq, 0, sizeof(hseq));
+	registered = 0;
 	return 0;
 }
 
@@ -113,13 +198,17 @@ void reexec_without_glibc_rseq(char **argv, const char *me, bool say)
 
 int prctl(int option, ...)
 {
-	unsigned long cmd, node;
+	unsigned long cmd, node, a4, a5;
 	va_list ap;
 
 	va_start(ap, option);
 	cmd = va_arg(ap, unsigned long);
 	node = va_arg(ap, unsigned long);
+	a4 = va_arg(ap, unsigned long);
+	a5 = va_arg(ap, unsigned long);
 	va_end(ap);
+	if (option == OB_PR_RSEQ_OPS)
+		return ops_handles(cmd, node, a4, a5);
 	if (option != OB_PR_RSEQ_OP || cmd != OB_PR_RSEQ_OP_REGISTER ||
 	    nops == OB_RSEQ_OP_LIST_LIMIT) {
 		errno = EINVAL;
@@ -132,13 +221,26 @@ int prctl(int option, ...)
 static void apply(void)
 {
 	const char *mode = getenv("FAKE_MODE");
-	int n = mode && !strcmp(mode, "control") && nops ? 1 : nops;
+	int control = mode && !strcmp(mode, "control");
+	int n = control && nops ? 1 : nops, h;
+	long oldest = 0;
 
 	for (int i = 0; i < n; i++) {
 		if (ops[i]->len == 8)
 			*(volatile uint64_t *)(uintptr_t)ops[i]->dst = 0;
 		else
 			*(volatile uint32_t *)(uintptr_t)ops[i]->dst = 0;
+	}
+	for (h = 0; h < hlimit(); h++)
+		if (hseq[h] && (!oldest || hseq[h] < oldest))
+			oldest = hseq[h];
+	for (h = 0; h < hlimit(); h++) {
+		if (!hseq[h] || (control && hseq[h] != oldest))
+			continue;
+		if (hops[h].len == 8)
+			*(volatile uint64_t *)(uintptr_t)hops[h].addr = 0;
+		else
+			*(volatile uint32_t *)(uintptr_t)hops[h].addr = 0;
 	}
 }
 
@@ -244,6 +346,64 @@ def test_fault_scenarios_catch_the_fake_control(tmp_path):
         assert "not reset after a" in r.stderr
 
 
+# The handle ABI's scenarios (-M): on the fake kernel, every one but the
+# two that only the guest runs.
+def handle_scenarios(exe):
+    r = run([exe, "-M", "--list"])
+    assert r.returncode == 0, r.stderr
+    return [l.split()[0] for l in r.stdout.splitlines()]
+
+
+def test_handle_mode_lists_and_refuses(tmp_path):
+    """-M (the min flavour's handles): the scenarios that need nodes in
+    user memory, or a CPU-strided operation, are not drawn, listed or
+    taken by -S; the rest keep their outcomes."""
+    exe = fake_stress(tmp_path)
+    names = handle_scenarios(exe)
+    res = dict(l.split(None, 1) for l in run([exe, "-R", "--list"]).stdout.splitlines())
+    assert set(names) < set(res) and set(FAULT_SCENARIOS) <= set(names)
+    for gone in ("self-cycle", "mutate-valid", "ro-node", "migrate-signal",
+                 "node-unmapped", "concurrent-break"):
+        assert gone not in names
+        r = run([exe, "-M", "-S", gone, "-d", "1"], timeout=60)
+        assert r.returncode == 2 and "handle ABI (-M)" in r.stderr, r.stderr
+    assert {"limit", "bad-register", "exec", "rseq-rereg", "dst-page"} <= set(names)
+
+
+def fake_handle_run(exe, names, **env):
+    r = run([exe, "-M", "-S", ",".join(names), "-d", "3", "-j", "2",
+             "-s", "20261207"], env=dict(os.environ, **env), timeout=180)
+    return r, json.loads(r.stdout.splitlines()[-1])
+
+
+def test_handle_mode_on_a_fake_kernel(tmp_path):
+    """Every scenario of -M on a fake of the handle ABI: right outcomes,
+    the limit found by -ENOSPC and reported; on a fake limit of 16 the
+    same (the program's counts follow the kernel's limit); on the fake
+    control (only the oldest operation applied) the exposed runs wrong."""
+    exe = fake_stress(tmp_path)
+    names = [n for n in handle_scenarios(exe)
+             if n not in ("fault-compact", "fault-memcg", "fault-numa")]
+    r, s = fake_handle_run(exe, names)
+    assert r.returncode == 0 and s["wrong"] == 0, (s, r.stderr[-3000:])
+    assert s["semantics"] == "handle" and s["ops_limit"] == 64, s
+    assert "-ENOSPC after 64 operations" in r.stderr
+    ran = {n for n, v in s["scenarios"].items() if v["runs"]}
+    assert ran == set(names), (ran, s)
+    assert s["segv_expected"] == s["segv_seen"] == s["scenarios"]["dst-page"]["runs"]
+    r, s = fake_handle_run(exe, ["limit", "churn", "fork", "fault-fork"],
+                           FAKE_LIMIT="16")
+    assert r.returncode == 0 and s["wrong"] == 0, (s, r.stderr[-3000:])
+    assert s["ops_limit"] == 16
+    # fault-*: 64 words, more than a limit of 16 holds: unsupported, why
+    assert "limit of 16" in s["unsupported"]["fault-fork"]["why"], s
+    r, s = fake_handle_run(exe, ["churn", "threads", "fork"], FAKE_MODE="control")
+    exposed = sum(v["exposed"] for v in s["scenarios"].values())
+    assert r.returncode == 1 and s["wrong"] > 0 and exposed > 0, s
+    assert all(set(v["wrong_how"]) <= {"exit 98"}
+               for v in s["scenarios"].values()), s
+
+
 def stress(tmp_path, secs, **env):
     e = dict(os.environ, RESULTS_ROOT=str(tmp_path), **env)
     r = subprocess.run([SCRIPT, str(secs)], cwd=TOP, env=e,
@@ -306,6 +466,34 @@ def test_short_stress_on_debug_kernel(tmp_path):
         "fewer victims than scenarios in 60 s: %s" % s
     assert all(s["scenarios"][n]["runs"] for n in names), s
     assert not any(s["scenarios"][n]["runs"] for n in FAULT_SCENARIOS), s
+    assert s["void_runs"] == 0, s
+    assert_alarm_margin(s)
+    with open(os.path.join(out, "kernel-problems.txt")) as f:
+        assert f.read() == ""
+    with open(os.path.join(out, "kernel-provenance")) as f:
+        assert "profile=debug" in f.read()
+
+
+# The same short run on min, the handle ABI (-M): the scenarios that need
+# no node in user memory, the fault-* ones left to make soak as above.
+# Its debug kernel is one of make test-extra's.
+@pytest.mark.rig
+@pytest.mark.extra
+def test_short_stress_on_min_debug_kernel(tmp_path):
+    names = [n for n in scenario_names() if n not in FAULT_SCENARIOS]
+    exe = str(tmp_path / "s")
+    r = run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", exe, STRESS,
+             REG, "-lpthread"])
+    assert r.returncode == 0, r.stderr
+    names = [n for n in handle_scenarios(exe) if n in names]
+    assert "limit" in names and "dst-page" in names and "cycle" not in names
+    r, out, s = stress(tmp_path, 60, FLAVOUR="min", SCENARIO=",".join(names))
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    assert s["semantics"] == "handle" and s["wrong"] == 0, s
+    # The kernel's limit, found by -ENOSPC: min's RSEQ_OPS_MAX
+    assert s["ops_limit"] == 64, s
+    assert s["segv_seen"] == s["segv_expected"] > 0
+    assert all(s["scenarios"][n]["runs"] for n in names), s
     assert s["void_runs"] == 0, s
     assert_alarm_margin(s)
     with open(os.path.join(out, "kernel-problems.txt")) as f:

@@ -13,8 +13,8 @@
  * before the write that breaks the contract, so a SIGSEGV before it, a
  * survival after it, a wrong exit status or a hang is a wrong outcome.
  *
- * Usage: rseq_op_stress [-d SECONDS] [-j PARALLEL] [-s SEED] [-S SCENARIO] [-R] [-v]
- *        rseq_op_stress [-R] --list
+ * Usage: rseq_op_stress [-d SECONDS] [-j PARALLEL] [-s SEED] [-S SCENARIO] [-R|-M] [-v]
+ *        rseq_op_stress [-R|-M] --list
  *
  * -R (--resident): a kernel that checks and copies a node at registration
  * and never reads it again (series v4 and v3, the ops and ops-v3 flavours,
@@ -23,6 +23,18 @@
  * must still apply as registered; only a destination page that goes away
  * or read-only for good still kills it. Two threads registering one node
  * at once may both link it.
+ *
+ * -M (--handles): the minimal kernel-owned ABI (the min flavour), where
+ * PR_RSEQ_OPS_ADD copies a description of a word to zero and returns a
+ * handle, PR_RSEQ_OPS_DEL takes the handle, and a limit the kernel keeps
+ * to itself ends additions with -ENOSPC (found at start, "ops_limit" in
+ * the summary). A node the scenarios register becomes a description (they
+ * draw only zero stores then) and is kept in a table of handles; a node
+ * no handle was given for is asked of the kernel by a handle the thread
+ * does not hold, which it must refuse with -ENOENT. There is no node in
+ * user memory, so the scenarios that write, unmap or link nodes, and
+ * migrate-signal (no CPU-strided operation in the ABI), are not drawn;
+ * limit, bad-register, exec and rseq-rereg check the ABI's own rules.
  *
  * The fault-* scenarios keep the contract under either semantics: a
  * sibling thread takes the destinations' pages away for a moment (fork,
@@ -150,7 +162,8 @@
 #define MOVES_MIN	20
 
 enum stage { STAGE_START, STAGE_KEPT, STAGE_BROKEN };
-enum expect { LIVE, SEGV };
+/* NONE: not drawn under -M, the ABI has no such thing */
+enum expect { LIVE, SEGV, NONE };
 
 /* Shared with the conductor: one per victim slot. */
 struct report {
@@ -210,6 +223,9 @@ static __thread struct ob_rseq *area;
 static size_t page;
 static bool verbose;
 static bool resident;	/* -R: the kernel applies the nodes as registered */
+static bool handles;	/* -M: the handle ABI (PR_RSEQ_OPS); implies resident */
+/* How many operations a thread may hold: MAX_OPS, or what -M's probe found */
+static int ops_limit = MAX_OPS;
 static bool must_die;	/* the victim's scenario expects SIGSEGV */
 static uint32_t word_len;	/* full_len(): set by main() before any victim */
 
@@ -218,9 +234,107 @@ static int rseq_on(void)
 	return rseq_register_thread(REG_OWN, &area);
 }
 
+/*
+ * -M: this thread's handles, by the node each was registered from (a
+ * fork()ed child holds its parent's, as the kernel's copy does).
+ */
+struct held {
+	const void *node;
+	long handle;
+};
+static __thread struct held held[MAX_OPS];
+static __thread int nr_held;
+
 static int rseq_off(void)
 {
+	nr_held = 0;	/* -M: the kernel drops the operations with rseq */
 	return rseq_unregister_thread(REG_OWN, area);
+}
+
+/* PR_RSEQ_OPS: the result, or -errno */
+static long ops_call(unsigned long cmd, unsigned long a3, unsigned long a4,
+		     unsigned long a5)
+{
+	long r = prctl(OB_PR_RSEQ_OPS, cmd, a3, a4, a5);
+
+	return r < 0 ? -errno : r;
+}
+
+/* -M: how many operations the kernel holds for this thread, or -errno */
+static long held_count(void)
+{
+	return ops_call(OB_PR_RSEQ_OPS_GET, 0, 0, 0);
+}
+
+/* -M: the handle @node was registered with, or -1 */
+static long handle_of(const void *node)
+{
+	for (int i = nr_held - 1; i >= 0; i--)
+		if (held[i].node == node)
+			return held[i].handle;
+	return -1;
+}
+
+/* -M: the lowest handle this thread does not hold */
+static long free_handle(void)
+{
+	long h;
+	int i;
+
+	for (h = 0;; h++) {
+		for (i = 0; i < nr_held && held[i].handle != h; i++)
+			;
+		if (i == nr_held)
+			return h;
+	}
+}
+
+/*
+ * Register or unregister @node: prctl(PR_RSEQ_OP), or under -M its
+ * description (only a RESET of zero has one) added with PR_RSEQ_OPS_ADD
+ * and deleted by its handle. A node that holds no handle is deleted by a
+ * handle this thread does not hold: the kernel must say -ENOENT, as the
+ * list ABI does for a node not on the list. 0 or -errno.
+ */
+static long node_op(int cmd, const void *node, long a4, long a5)
+{
+	const struct ob_rseq_op_reset *n = node;
+	struct ob_rseq_op d;
+	long h;
+	int i;
+
+	if (!handles)
+		return prctl(OB_PR_RSEQ_OP, cmd, (unsigned long)node, a4, a5) ? -errno : 0;
+	if (cmd == OB_PR_RSEQ_OP_REGISTER) {
+		/* Never drawn under -M: fill() and reg_one() draw zero stores */
+		if (n->node.type != OB_RSEQ_OP_RESET || n->src)
+			return -EOPNOTSUPP;
+		if (nr_held == MAX_OPS)
+			return -ENOSPC;
+		memset(&d, 0, sizeof(d));
+		d.addr = n->dst;
+		d.len = n->len;
+		d.type = OB_RSEQ_OP_TYPE_ZERO;
+		h = ops_call(OB_PR_RSEQ_OPS_ADD, (unsigned long)&d, sizeof(d), a5);
+		if (h < 0)
+			return h;
+		held[nr_held].node = node;
+		held[nr_held].handle = h;
+		nr_held++;
+		return 0;
+	}
+	for (i = nr_held - 1; i >= 0 && held[i].node != node; i--)
+		;
+	h = ops_call(OB_PR_RSEQ_OPS_DEL, i < 0 ? free_handle() : held[i].handle, a4, a5);
+	if (!h && i >= 0)
+		held[i] = held[--nr_held];
+	return h;
+}
+
+/* A count of operations drawn for a thread, within what it may hold */
+static int capped(int n)
+{
+	return n < ops_limit ? n : ops_limit;
 }
 
 static unsigned int rnd(struct world *w, unsigned int n)
@@ -290,7 +404,7 @@ static long op(struct world *w, int cmd, void *node, long a4, long a5)
 	long r;
 
 	w->rep->prctl_calls++;
-	r = prctl(OB_PR_RSEQ_OP, cmd, (unsigned long)node, a4, a5) ? -errno : 0;
+	r = node_op(cmd, node, a4, a5);
 	/* What a kernel-resident variant now applies, whatever comes later */
 	if (!r && cmd == OB_PR_RSEQ_OP_REGISTER && n >= w->nodes && n < w->nodes + MAX_OPS &&
 	    !(((uintptr_t)n - (uintptr_t)w->nodes) % sizeof(*n))) {
@@ -324,7 +438,7 @@ static void walk_or_sleep(struct world *w)
 static void fill(struct world *w, int i, int type)
 {
 	struct ob_rseq_op_reset_with_stride *n = &w->nodes[i].op;
-	bool src = rnd(w, 2);
+	bool src = rnd(w, 2) && !handles;	/* -M: zero stores only */
 	uint32_t len = rnd(w, 2) ? full_len() : 4;
 
 	memset(&w->nodes[i], 0, sizeof(w->nodes[i]));
@@ -346,6 +460,9 @@ static int reg_one(struct world *w, int i)
 {
 	int type = rnd(w, 5) < 3 ? OB_RSEQ_OP_RESET : 1 + rnd(w, 2);
 	long r;
+
+	if (handles)	/* drawn as ever, so that a seed draws alike */
+		type = OB_RSEQ_OP_RESET;
 
 	fill(w, i, type);
 	r = op(w, OB_PR_RSEQ_OP_REGISTER, &w->nodes[i], 0, 0);
@@ -446,7 +563,7 @@ static void sc_churn(struct world *w)
 
 	keep(w);
 	for (int r = 0; r < rounds; r++) {
-		int i = rnd(w, 1 + rnd(w, 2) * (MAX_OPS - 1));
+		int i = rnd(w, 1 + rnd(w, 2) * (ops_limit - 1));
 
 		if (w->reg[i])
 			unreg_one(w, i);
@@ -460,11 +577,63 @@ static void sc_churn(struct world *w)
 	check_resets(w);
 }
 
+/*
+ * -M: -ENOSPC at the limit the probe found, as many held as added, a
+ * handle freed is the lowest again (the ABI's rule), a deleted handle is
+ * gone.
+ */
+static void sc_limit_handles(struct world *w)
+{
+	long r, h;
+	int n, i;
+
+	keep(w);
+	for (n = 0; n < MAX_OPS; n++) {
+		fill(w, n, OB_RSEQ_OP_RESET);
+		r = op(w, OB_PR_RSEQ_OP_REGISTER, &w->nodes[n], 0, 0);
+		if (r == -ENOSPC)
+			break;
+		if (r)
+			wrong(w, 90, "valid operation %d refused: %ld", n, r);
+		w->reg[n] = true;
+		w->nr++;
+	}
+	if (n != ops_limit)
+		wrong(w, 91, "-ENOSPC after %d operations, the probe's after %d", n, ops_limit);
+	r = held_count();
+	if (r != n)
+		wrong(w, 91, "PR_RSEQ_OPS_GET counts %ld operations, %d were added", r, n);
+	check_resets(w);
+	i = rnd(w, n);
+	h = handle_of(&w->nodes[i]);
+	unreg_one(w, i);
+	w->rep->prctl_calls++;
+	r = ops_call(OB_PR_RSEQ_OPS_DEL, h, 0, 0);
+	if (r != -ENOENT)
+		wrong(w, 91, "deleting handle %ld twice gave %ld, not -ENOENT", h, r);
+	if (reg_one(w, i))
+		wrong(w, 91, "re-adding operation %d after a delete refused", i);
+	if (handle_of(&w->nodes[i]) != h)
+		wrong(w, 91, "re-added operation got handle %ld, not the lowest free, %ld",
+		      handle_of(&w->nodes[i]), h);
+	check_resets(w);
+	for (i = 0; i < n; i++)
+		unreg_one(w, i);
+	r = held_count();
+	if (r)
+		wrong(w, 91, "PR_RSEQ_OPS_GET counts %ld operations after every delete", r);
+	walk(w);
+}
+
 static void sc_limit(struct world *w)
 {
 	static struct ob_rseq_op_reset extra __attribute__((aligned(8)));
 	long r;
 
+	if (handles) {
+		sc_limit_handles(w);
+		return;
+	}
 	keep(w);
 	reg_n(w, MAX_OPS);
 	extra.len = full_len();
@@ -481,12 +650,89 @@ static void sc_limit(struct world *w)
 	walk(w);
 }
 
+/*
+ * -M: descriptions and calls the handle ABI refuses, each leaving what
+ * the thread holds as it was; a handle not held, or a delete with an
+ * argument set, refused too.
+ */
+static void sc_bad_register_handles(struct world *w)
+{
+	static struct {
+		struct ob_rseq_op d;
+		uint64_t tail;
+	} b __attribute__((aligned(8)));
+	static const uint32_t bad_len[] = { 0, 1, 2, 3, 5, 16 };
+	static const char *const what[] = {
+		"flags set", "handle set", "reserved set", "unknown type", "bad len",
+		"no word", "misaligned word", "kernel word", "word in the rseq area",
+		"short description", "longer description, tail set",
+		"description past a page", "unmapped description", "arg5 set",
+		"bad command",
+	};
+	void *unmapped;
+	long r, held0;
+	int i;
+
+	keep(w);
+	reg_n(w, 1 + rnd(w, 8));
+	held0 = held_count();
+	unmapped = mmap(NULL, page, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	munmap(unmapped, page);
+	for (unsigned int c = 0; c < sizeof(what) / sizeof(what[0]); c++) {
+		unsigned long cmd = OB_PR_RSEQ_OPS_ADD, size = sizeof(b.d), a5 = 0;
+		void *p = &b.d;
+
+		memset(&b, 0, sizeof(b));
+		b.d.len = full_len();
+		b.d.addr = low_half(&w->words[0], b.d.len);
+		switch (c) {
+		case 0: b.d.flags = 1 + rnd(w, 0xfffe); break;
+		case 1: b.d.handle = 1 + rnd(w, 1000); break;
+		case 2: b.d.reserved = 1 + rnd(w, 1000); break;
+		case 3: b.d.type = 1 + rnd(w, 0xfffe); break;
+		case 4: b.d.len = bad_len[rnd(w, 6)]; break;
+		case 5: b.d.addr = 0; break;
+		case 6: b.d.addr += 1 + rnd(w, b.d.len - 1); break;
+		case 7: b.d.addr = KERNEL_ADDR; break;
+		case 8: b.d.addr = (uintptr_t)area + 8 * rnd(w, 4); break;
+		case 9: size = 8 * rnd(w, 3); break;
+		case 10: size = sizeof(b); b.tail = 1; break;
+		case 11: size = page + 8; break;
+		case 12: p = unmapped; break;
+		case 13: a5 = 1; break;
+		case 14: cmd = 4 + rnd(w, 100); break;
+		}
+		w->rep->prctl_calls++;
+		r = ops_call(cmd, (unsigned long)p, size, a5);
+		if (r >= 0)
+			wrong(w, 92, "%s: accepted (%ld)", what[c], r);
+		if (held_count() != held0)
+			wrong(w, 92, "%s: refused (%ld), but the count changed", what[c], r);
+		walk(w);
+	}
+	w->rep->prctl_calls += 2;
+	r = ops_call(OB_PR_RSEQ_OPS_DEL, free_handle(), 0, 0);
+	if (r != -ENOENT)
+		wrong(w, 92, "deleting a handle not held gave %ld, not -ENOENT", r);
+	for (i = 0; i < MAX_OPS && !w->reg[i]; i++)
+		;
+	r = ops_call(OB_PR_RSEQ_OPS_DEL, handle_of(&w->nodes[i]), 1, 0);
+	if (r >= 0 || held_count() != held0)
+		wrong(w, 92, "delete with arg4 set: %ld, %ld held of %ld", r, held_count(), held0);
+	check_resets(w);
+}
+
 static void sc_bad_register(struct world *w)
 {
 	static struct ob_rseq_op_reset n __attribute__((aligned(8)));
 	char *unmapped;
 	long r;
 
+	if (handles) {
+		sc_bad_register_handles(w);
+		return;
+	}
 	keep(w);
 	reg_n(w, 1 + rnd(w, 8));
 	unmapped = mmap(NULL, page, PROT_READ | PROT_WRITE,
@@ -671,8 +917,7 @@ static void *thread_ops(void *arg)
 		memset(&tn[t->id][i], 0, sizeof(tn[t->id][i]));
 		tn[t->id][i].len = full_len();
 		tn[t->id][i].dst = low_half(&tw[t->id][i], full_len());
-		if (prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_REGISTER,
-			  (unsigned long)&tn[t->id][i], 0, 0))
+		if (node_op(OB_PR_RSEQ_OP_REGISTER, &tn[t->id][i], 0, 0))
 			t->err = 2;
 		else
 			linked++;
@@ -713,7 +958,7 @@ static void sc_threads(struct world *w)
 	pthread_t th[16], sth;
 
 	keep(w);
-	reg_n(w, 1 + rnd(w, 256));
+	reg_n(w, capped(1 + rnd(w, 256)));
 	sig.target = gettid();
 	pthread_create(&sth, NULL, signaller, &sig);
 	for (int i = 0; i < nt; i++) {
@@ -899,6 +1144,8 @@ static void race_wait(int i, int target)
  */
 static bool race_ok(long mine, long other)
 {
+	if (handles)	/* each thread adds an operation of its own */
+		return !mine && !other;
 	return (!mine && other == -EINVAL) || (mine == -EINVAL && !other) ||
 	       (resident && !mine && !other);
 }
@@ -915,14 +1162,12 @@ static void *racer(void *arg)
 		return NULL;
 	for (int i = 0; i < r->rounds; i++) {
 		race_wait(0, 2 * (i + 1));
-		r->result = prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_REGISTER,
-				  (unsigned long)node, 0, 0) ? -errno : 0;
+		r->result = node_op(OB_PR_RSEQ_OP_REGISTER, node, 0, 0);
 		r->w->rep->prctl_calls++;
 		race_wait(1, 2 * (i + 1));
 		if (!resident && !r->result && !r->other->result)
 			return NULL;	/* linked twice: stop before a walk */
-		if (!r->result && prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_UNREGISTER,
-					(unsigned long)node, 0, 0))
+		if (!r->result && node_op(OB_PR_RSEQ_OP_UNREGISTER, node, 0, 0))
 			r->result = -1000;
 		/*
 		 * One racer reads the clock, before the barrier that publishes
@@ -983,7 +1228,7 @@ static void sc_fork(struct world *w)
 	pid_t pid;
 
 	keep(w);
-	reg_n(w, 1 + rnd(w, 512));
+	reg_n(w, capped(1 + rnd(w, 512)));
 	pid = fork();
 	if (!pid) {
 		/*
@@ -1011,8 +1256,11 @@ static void sc_fork(struct world *w)
 static void sc_exec(struct world *w)
 {
 	keep(w);
-	reg_n(w, 1 + rnd(w, 64));
-	execl("/proc/self/exe", "rseq_op_stress", "--exec-check", (char *)NULL);
+	reg_n(w, capped(1 + rnd(w, 64)));
+	if (handles)
+		execl("/proc/self/exe", "rseq_op_stress", "-M", "--exec-check", (char *)NULL);
+	else
+		execl("/proc/self/exe", "rseq_op_stress", "--exec-check", (char *)NULL);
 	wrong(w, 95, "execl: %s", strerror(errno));
 }
 
@@ -1022,6 +1270,9 @@ static int exec_check(void)
 
 	if (rseq_on())
 		return 95;
+	if (handles)	/* none held, and handle 0 unknown */
+		return held_count() || ops_call(OB_PR_RSEQ_OPS_DEL, 0, 0, 0) != -ENOENT ?
+		       97 : 0;
 	if (area->flags & OB_RSEQ_OP_ENABLED)
 		return 96;
 	if (prctl(OB_PR_RSEQ_OP, OB_PR_RSEQ_OP_UNREGISTER, (unsigned long)&n, 0, 0) == 0 ||
@@ -1046,6 +1297,16 @@ static void sc_rseq_rereg(struct world *w)
 		wrong(w, 96, "registration without rseq gave %ld, not -ENXIO", r);
 	if (rseq_on())
 		wrong(w, 96, "rseq re-registration failed");
+	if (handles) {	/* no links: the operations went with rseq */
+		r = held_count();
+		if (r)
+			wrong(w, 96, "%ld operations held after rseq re-registration", r);
+		for (int i = 0; i < n; i++)
+			if (op(w, OB_PR_RSEQ_OP_REGISTER, &w->nodes[i], 0, 0))
+				wrong(w, 96, "operation %d refused after re-registration", i);
+		check_resets(w);
+		return;
+	}
 	if (!op(w, OB_PR_RSEQ_OP_REGISTER, &w->nodes[0], 0, 0))
 		wrong(w, 96, "node with stale links accepted");
 	for (int i = 0; i < n; i++) {
@@ -1068,7 +1329,7 @@ static struct ob_rseq_op_reset *rnode(struct world *w, int i)
 /* Register min..max RESET nodes, all valid, and walk them once. */
 static int setup_resets(struct world *w, int min, int max)
 {
-	int n = min + rnd(w, max - min + 1);
+	int n = capped(min + rnd(w, max - min + 1));
 
 	for (int i = 0; i < n; i++) {
 		memset(&w->nodes[i], 0, sizeof(w->nodes[i]));
@@ -2207,6 +2468,11 @@ static void sc_fault(struct world *w, enum fault_kind how)
 
 	keep(w);
 	w->rep->fault_run = 1;
+	if (ops_limit < FAULT_WORDS) {	/* -M: the kernel's limit */
+		snprintf(w->rep->unsupported, sizeof(w->rep->unsupported),
+			 "a limit of %d operations, below its %d words", ops_limit, FAULT_WORDS);
+		return;
+	}
 	/*
 	 * The budget counts from here: the first faults of a huge page may
 	 * compact memory, a probe's MADV_COLLAPSE drains every CPU's LRU
@@ -2319,49 +2585,53 @@ static void sc_fault_numa(struct world *w)
 	sc_fault(w, BY_NUMA);
 }
 
-/* @resident: the outcome with -R, where writes to registered nodes are ignored */
+/*
+ * @resident: the outcome with -R, where writes to registered nodes are
+ * ignored; @handle: with -M, where there are no nodes
+ */
 struct scenario {
 	const char *name;
 	enum expect expect;
 	void (*fn)(struct world *w);
 	enum expect resident;
+	enum expect handle;
 };
 
 static const struct scenario scenarios[] = {
-	{ "churn", LIVE, sc_churn, LIVE },
-	{ "limit", LIVE, sc_limit, LIVE },
-	{ "bad-register", LIVE, sc_bad_register, LIVE },
-	{ "mutate-valid", LIVE, sc_mutate_valid, LIVE },
-	{ "ro-node", LIVE, sc_ro_node, LIVE },
-	{ "threads", LIVE, sc_threads, LIVE },
-	{ "migrate-signal", LIVE, sc_migrate_signal, LIVE },
-	{ "race-register", LIVE, sc_race_register, LIVE },
-	{ "fork", LIVE, sc_fork, LIVE },
-	{ "exec", LIVE, sc_exec, LIVE },
-	{ "rseq-rereg", LIVE, sc_rseq_rereg, LIVE },
-	{ "self-cycle", SEGV, sc_self_cycle, LIVE },
-	{ "cycle", SEGV, sc_cycle, LIVE },
-	{ "bad-link", SEGV, sc_bad_link, LIVE },
-	{ "early-close", SEGV, sc_early_close, LIVE },
-	{ "bad-field", SEGV, sc_bad_field, LIVE },
-	{ "dst-page", SEGV, sc_dst_page, SEGV },
-	{ "node-unmapped", SEGV, sc_node_unmapped, LIVE },
-	{ "concurrent-break", SEGV, sc_concurrent_break, LIVE },
-	{ "fault-fork", LIVE, sc_fault_fork, LIVE },
-	{ "fault-dontneed", LIVE, sc_fault_dontneed, LIVE },
-	{ "fault-pageout", LIVE, sc_fault_pageout, LIVE },
-	{ "fault-soft-dirty", LIVE, sc_fault_soft_dirty, LIVE },
-	{ "fault-thp-collapse", LIVE, sc_fault_thp_collapse, LIVE },
-	{ "fault-compact", LIVE, sc_fault_compact, LIVE },
-	{ "fault-memcg", LIVE, sc_fault_memcg, LIVE },
-	{ "fault-numa", LIVE, sc_fault_numa, LIVE },
+	{ "churn", LIVE, sc_churn, LIVE, LIVE },
+	{ "limit", LIVE, sc_limit, LIVE, LIVE },
+	{ "bad-register", LIVE, sc_bad_register, LIVE, LIVE },
+	{ "mutate-valid", LIVE, sc_mutate_valid, LIVE, NONE },
+	{ "ro-node", LIVE, sc_ro_node, LIVE, NONE },
+	{ "threads", LIVE, sc_threads, LIVE, LIVE },
+	{ "migrate-signal", LIVE, sc_migrate_signal, LIVE, NONE },
+	{ "race-register", LIVE, sc_race_register, LIVE, LIVE },
+	{ "fork", LIVE, sc_fork, LIVE, LIVE },
+	{ "exec", LIVE, sc_exec, LIVE, LIVE },
+	{ "rseq-rereg", LIVE, sc_rseq_rereg, LIVE, LIVE },
+	{ "self-cycle", SEGV, sc_self_cycle, LIVE, NONE },
+	{ "cycle", SEGV, sc_cycle, LIVE, NONE },
+	{ "bad-link", SEGV, sc_bad_link, LIVE, NONE },
+	{ "early-close", SEGV, sc_early_close, LIVE, NONE },
+	{ "bad-field", SEGV, sc_bad_field, LIVE, NONE },
+	{ "dst-page", SEGV, sc_dst_page, SEGV, SEGV },
+	{ "node-unmapped", SEGV, sc_node_unmapped, LIVE, NONE },
+	{ "concurrent-break", SEGV, sc_concurrent_break, LIVE, NONE },
+	{ "fault-fork", LIVE, sc_fault_fork, LIVE, LIVE },
+	{ "fault-dontneed", LIVE, sc_fault_dontneed, LIVE, LIVE },
+	{ "fault-pageout", LIVE, sc_fault_pageout, LIVE, LIVE },
+	{ "fault-soft-dirty", LIVE, sc_fault_soft_dirty, LIVE, LIVE },
+	{ "fault-thp-collapse", LIVE, sc_fault_thp_collapse, LIVE, LIVE },
+	{ "fault-compact", LIVE, sc_fault_compact, LIVE, LIVE },
+	{ "fault-memcg", LIVE, sc_fault_memcg, LIVE, LIVE },
+	{ "fault-numa", LIVE, sc_fault_numa, LIVE, LIVE },
 };
 
 #define NR_SCENARIOS	(int)(sizeof(scenarios) / sizeof(scenarios[0]))
 
 static enum expect expect_of(const struct scenario *sc)
 {
-	return resident ? sc->resident : sc->expect;
+	return handles ? sc->handle : resident ? sc->resident : sc->expect;
 }
 
 static void __attribute__((noreturn)) victim(const struct scenario *sc,
@@ -2422,6 +2692,33 @@ static void json_str(const char *s)
 }
 
 /*
+ * -M: how many operations a thread may hold, from its first -ENOSPC (at
+ * most MAX_OPS, this program's arrays), the operations then deleted; or
+ * the first refusal's -errno.
+ */
+static int probe_limit(void)
+{
+	static uint64_t word;
+	struct ob_rseq_op d = {
+		.addr = low_half(&word, full_len()), .len = full_len(),
+		.type = OB_RSEQ_OP_TYPE_ZERO,
+	};
+	long h;
+	int n;
+
+	for (n = 0; n < MAX_OPS; n++) {
+		h = ops_call(OB_PR_RSEQ_OPS_ADD, (unsigned long)&d, sizeof(d), 0);
+		if (h == -ENOSPC)
+			break;
+		if (h < 0)
+			return h;
+	}
+	for (h = 0; h < n; h++)
+		ops_call(OB_PR_RSEQ_OPS_DEL, h, 0, 0);
+	return n;
+}
+
+/*
  * The next victim's scenario among the @n of @set (indices into
  * scenarios[]): in rounds, each round a permutation drawn from the seed,
  * so that every scenario runs once before any runs twice (a draw per
@@ -2451,6 +2748,7 @@ int main(int argc, char **argv)
 		{ "list", no_argument, NULL, 'L' },
 		{ "exec-check", no_argument, NULL, 'X' },
 		{ "resident", no_argument, NULL, 'R' },
+		{ "handles", no_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
 	long secs = 60, victims = 0, prctls = 0, walks = 0, violations = 0;
@@ -2468,13 +2766,17 @@ int main(int argc, char **argv)
 	char *name;
 	struct timespec t0, now;
 
-	/* -R changes what --list prints: read it first. */
-	for (int i = 1; i < argc; i++)
+	/* -R and -M change what --list prints and -S takes: read them first. */
+	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-R") || !strcmp(argv[i], "--resident"))
 			resident = true;
-	while ((c = getopt_long(argc, argv, "d:j:s:S:Rv", lopts, NULL)) != -1) {
+		if (!strcmp(argv[i], "-M") || !strcmp(argv[i], "--handles"))
+			handles = resident = true;
+	}
+	while ((c = getopt_long(argc, argv, "d:j:s:S:RMv", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'R': break;
+		case 'M': break;
 		case 'S':
 			/*
 			 * One scenario, or several separated by commas; on a
@@ -2494,6 +2796,11 @@ int main(int argc, char **argv)
 						name);
 					return 2;
 				}
+				if (expect_of(&scenarios[k]) == NONE) {
+					fprintf(stderr, "rseq_op_stress: scenario '%s' needs what the handle ABI (-M) does not have (nodes in user memory, or a CPU-strided operation); -M --list names its scenarios\n",
+						name);
+					return 2;
+				}
 				for (int i = 0; i < nset; i++)
 					if (set[i] == k)
 						k = -1;
@@ -2507,21 +2814,23 @@ int main(int argc, char **argv)
 		case 'v': verbose = true; break;
 		case 'L':
 			for (int i = 0; i < NR_SCENARIOS; i++)
-				printf("%-18s %s\n", scenarios[i].name,
-				       expect_of(&scenarios[i]) == SEGV ? "breaks the contract: SIGSEGV" :
-				       scenarios[i].expect == SEGV ? "writes to registered nodes: ignored, lives" :
-				       "keeps the contract: lives");
+				if (expect_of(&scenarios[i]) != NONE)
+					printf("%-18s %s\n", scenarios[i].name,
+					       expect_of(&scenarios[i]) == SEGV ? "breaks the contract: SIGSEGV" :
+					       scenarios[i].expect == SEGV ? "writes to registered nodes: ignored, lives" :
+					       "keeps the contract: lives");
 			return 0;
 		case 'X':
 			return exec_check();
 		default:
-			fprintf(stderr, "usage: rseq_op_stress [-d SECONDS] [-j 1..16] [-s SEED] [-S SCENARIO[,SCENARIO...]] [-R] [-v] | [-R] --list\n");
+			fprintf(stderr, "usage: rseq_op_stress [-d SECONDS] [-j 1..16] [-s SEED] [-S SCENARIO[,SCENARIO...]] [-R|-M] [-v] | [-R|-M] --list\n");
 			return 2;
 		}
 	}
 	if (!nset)
-		for (nset = 0; nset < NR_SCENARIOS; nset++)
-			set[nset] = nset;
+		for (k = 0; k < NR_SCENARIOS; k++)
+			if (expect_of(&scenarios[k]) != NONE)
+				set[nset++] = k;
 	if (par < 1 || par > 16 || secs < 1) {
 		fprintf(stderr, "rseq_op_stress: -j takes 1..16, -d a positive number of seconds\n");
 		return 2;
@@ -2530,7 +2839,20 @@ int main(int argc, char **argv)
 	reexec_without_glibc_rseq(argv, "rseq_op_stress", false);
 	page = sysconf(_SC_PAGESIZE);
 	word_len = kernel_is_64bit() ? 8 : 4;
-	if (rseq_on() || !(area->flags & OB_RSEQ_OP_AVAILABLE)) {
+	if (handles) {
+		if (rseq_on() || held_count() < 0) {
+			printf("{\"skip\":\"no PR_RSEQ_OPS (the handle ABI) in this kernel\"}\n");
+			return 4;
+		}
+		ops_limit = probe_limit();
+		if (ops_limit < 1) {
+			fprintf(stderr, "rseq_op_stress: PR_RSEQ_OPS_ADD of a valid operation: %s\n",
+				strerror(-ops_limit));
+			return 1;
+		}
+		fprintf(stderr, "rseq_op_stress: the handle ABI: -ENOSPC after %d operations%s\n",
+			ops_limit, ops_limit == MAX_OPS ? " (no limit below this program's)" : "");
+	} else if (rseq_on() || !(area->flags & OB_RSEQ_OP_AVAILABLE)) {
 		printf("{\"skip\":\"no RSEQ operations in this kernel\"}\n");
 		return 4;
 	}
@@ -2675,7 +2997,7 @@ int main(int argc, char **argv)
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	printf("{\"semantics\":\"%s\",\"seconds\":%ld,\"seed\":%u,\"victims\":%ld,\"prctl_calls\":%ld,"
+	printf("{\"semantics\":\"%s\",\"ops_limit\":%d,\"seconds\":%ld,\"seed\":%u,\"victims\":%ld,\"prctl_calls\":%ld,"
 	       "\"walks_triggered\":%ld,\"violations_injected\":%ld,"
 	       "\"segv_expected\":%ld,\"segv_seen\":%ld,\"wrong\":%ld,"
 	       "\"victim_alarm_s\":%d,\"fork_retries\":%ld,\"void_runs\":%ld,"
@@ -2684,7 +3006,8 @@ int main(int argc, char **argv)
 	       "\"moves_drawn\":%ld,\"time_cut\":%ld},"
 	       "\"transient_faults\":{\"budget_s\":%d,\"rounds\":%ld,"
 	       "\"rounds_drawn\":%ld,\"time_cut\":%ld},\"unsupported\":{",
-	       resident ? "resident" : "list", (long)(now.tv_sec - t0.tv_sec), seed0, victims, prctls, walks,
+	       handles ? "handle" : resident ? "resident" : "list", ops_limit,
+	       (long)(now.tv_sec - t0.tv_sec), seed0, victims, prctls, walks,
 	       violations, segv_expected, segv_seen, wrongs, VICTIM_ALARM, fork_retries, voids,
 	       RACE_BUDGET_S, race_rounds, race_drawn, race_cut,
 	       MOVE_BUDGET_S, moves, moves_drawn, move_cut,
