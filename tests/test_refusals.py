@@ -204,7 +204,7 @@ MAKE_REFUSALS = [
     (["test-resident", "DURATION=10m"], ["DURATION='10m' is not a positive number of seconds"]),
     (["stress", "SCENARIO=Self_Cycle"], ["SCENARIO='Self_Cycle' is not a scenario name",
                                          "rseq_op_stress.c --list"]),
-    (["stress", "STRESS_SEMANTICS=both"], ["STRESS_SEMANTICS='both': want list or resident"]),
+    (["stress", "STRESS_SEMANTICS=both"], ["STRESS_SEMANTICS='both': want list, resident or handle"]),
     (["stress", "STRESS_KCONFIG=bogus"], ["STRESS_KCONFIG='bogus' is unknown"]),
     (["stress", "FLAVOUR=mine"], ["flavour 'mine' needs a series"]),
     # flame graphs
@@ -348,7 +348,7 @@ def test_stress_refuses_its_arguments(sb):
     refused(sb.run([st], {"DURATION": "-5"}), 1, "DURATION='-5' is not a positive number")
     refused(sb.run([st, "30"], {"SCENARIO": "x y"}), 1, "SCENARIO='x y' is not a scenario name")
     refused(sb.run([st, "30"], {"STRESS_SEMANTICS": "x"}), 1,
-            "STRESS_SEMANTICS='x': want list or resident")
+            "STRESS_SEMANTICS='x': want list, resident or handle")
     refused(sb.run([st, "30"], {"STRESS_PROFILE": "debug"}), 1,
             "STRESS_PROFILE is now STRESS_KCONFIG")
     r = sb.run([st, "--check", "30"], {"SCENARIO": "fork", "STRESS_SEMANTICS": "list"})
