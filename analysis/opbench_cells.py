@@ -196,9 +196,13 @@ def collect(run, clock):
             if not g and key not in preempt:
                 whys.append("no gate record: nothing proved the operations "
                             "ran")
-            whys += ["gate %s: %s of %s resets" % (
+            # With the gate's own detail where it says why it could not
+            # conclude (resets_seen -1: e.g. preempted in every attempt).
+            whys += ["gate %s: %s of %s resets%s" % (
                 x.get("check"), x.get("resets_seen"),
-                x.get("resets_expected")) for x in bad]
+                x.get("resets_expected"),
+                " (%s)" % x["detail"] if x.get("resets_seen") == -1 and
+                x.get("detail") else "") for x in bad]
             if key in preempt:
                 # The classifier is authoritative for preempt's gaps.
                 whys = list(bad_samples.get((key, boot), []))
