@@ -99,9 +99,14 @@ def analyse(a, compare=None):
         for fl in fls:
             s = g["per_walk" + sfx].get(fl)
             if s:
+                # One operation, against none, per walk: the fixed part
+                # of a walk with the slope (what TCMalloc pays).
+                one = next((r for r in g["vs_zero"].get(fl, [])
+                            if r["nr_ops"] == 1), None)
                 out["slopes"].append(dict(
                     s, bench=bench, flavour=fl,
-                    mean=g["per_walk_mean" + sfx].get(fl)))
+                    mean=g["per_walk_mean" + sfx].get(fl),
+                    n1=diff_per_walk(one, walks) if one and walks else None))
                 continue
             bad = sorted({x["nr_ops"] for x in a.get("invalid", [])
                           if x["bench"] == bench and x["flavour"] == fl})
@@ -161,7 +166,29 @@ def analyse(a, compare=None):
     out["memory"] = {"entry_bytes": ENTRY_BYTES, "ops": EXAMPLE_OPS,
                      "entries": entries,
                      "kib": entries * ENTRY_BYTES // 1024}
+    out["abi"] = _abi(a, fls)
     return out
+
+
+def _abi(a, fls):
+    """What each design costs outside the walk, as the run recorded it:
+    AT_RSEQ_FEATURE_SIZE in its boots and the reference's, and what its
+    kernel adds to the reference's (analysis/kernel_size.py: bytes of
+    functions and data, lines by area); [] for a run with neither."""
+    fs = a.get("rseq_feature_size", {})
+    ks = a.get("kernel_size", {})
+    if not fs and not ks:
+        return []
+    ref = a.get("reference", "baseline")
+    rows = []
+    for fl in [ref] + [f for f in fls if f != ref]:
+        k = ks.get(fl, {})
+        rows.append({
+            "flavour": fl, "feature_size": fs.get(fl),
+            "functions": k.get("bloat", {}).get("functions", {}).get("net"),
+            "data": k.get("bloat", {}).get("data", {}).get("net"),
+            "lines": k.get("lines")})
+    return rows
 
 
 def _target(d):

@@ -25,6 +25,39 @@ def target_text(t):
         "Met" if t["met"] else "NOT met", ", ".join(t["benches"]), t["low"])
 
 
+def _lines(x):
+    return "+%d/-%d" % (x["added"], x["removed"]) if x else "-"
+
+
+def abi_lines(d):
+    """What each design costs outside the walk (designs._abi): the feature
+    size its boots saw, the bytes and lines it adds to the reference."""
+    rows = d.get("abi") or []
+    if not rows:
+        return []
+    lines = [""] + textwrap.wrap(
+        "Outside the walk: AT_RSEQ_FEATURE_SIZE as each design's boots saw "
+        "it; bytes of functions and of data its vmlinux adds to %s's (the "
+        "kernel's scripts/bloat-o-meter); lines its tree adds and removes "
+        "against the pristine source (git diff --numstat), by area. Bytes "
+        "and lines count what each tree holds, dead code included:"
+        % rows[0]["flavour"], WIDTH)
+    lines.append("  %-10s %7s %9s %6s %12s %10s %10s" % (
+        "design", "feature", "functions", "data", "kernel", "uapi",
+        "selftests"))
+    for r in rows:
+        ln = r["lines"] or {}
+        fs = r["feature_size"]
+        lines.append("  %-10s %7s %9s %6s %12s %10s %10s" % (
+            r["flavour"],
+            "/".join(str(x) for x in fs) if fs else "n/a",
+            "%+d" % r["functions"] if r["functions"] is not None else "-",
+            "%+d" % r["data"] if r["data"] is not None else "-",
+            _lines(ln.get("kernel")), _lines(ln.get("uapi")),
+            _lines(ln.get("selftests"))))
+    return lines
+
+
 def designs_lines(d, a):
     """The section "keep the operations in the kernel?" (designs.analyse)."""
     unit = a["unit"]
@@ -75,6 +108,20 @@ def designs_lines(d, a):
                         "%-8s %-10s no slope: %s" % (b, fl, miss[(b, fl)]),
                         WIDTH, initial_indent="  ",
                         subsequent_indent="  " + " " * 20)
+        ones = [(b, fl, sl[(b, fl)]["n1"]) for b in benches for fl in fls
+                if (b, fl) in sl and sl[(b, fl)].get("n1")]
+        if ones:
+            lines += [""] + textwrap.wrap(
+                "One operation against none (N = 1 minus N = 0, paired by "
+                "boot), %s per walk: the walk's fixed part and one "
+                "operation, what a thread with one operation pays:" % unit,
+                WIDTH)
+            lines.append("  %-8s %-10s %10s  %s" % ("bench", "design", "N=1",
+                                                    CI_HEAD))
+            for b, fl, o in ones:
+                lines.append("  %-8s %-10s %10s  %s" % (
+                    b, fl, num(o["diff_per_walk"], True),
+                    ci(o["diff_per_walk_ci"], True)))
         means = [(b, fl, sl[(b, fl)]["mean"]) for b in benches for fl in fls
                  if (b, fl) in sl and sl[(b, fl)].get("mean")]
         if means:
@@ -148,6 +195,7 @@ def designs_lines(d, a):
                              " Under icount both layouts execute the same "
                              "instructions." if icount else ""), WIDTH,
             subsequent_indent="  ")
+    lines += abi_lines(d)
     if d["register"]:
         lines += [""] + textwrap.wrap("Registration: prctl() registering "
                                       "one more node and unregistering it, "

@@ -389,6 +389,15 @@ def analyse(run):
     out["walk_counts"] = walk_count_checks(run.get("walk_counts", []))
     out["perf_bench"] = perf_rows(run, clock, accel, out["groups"])
     out["walker_loops"] = run.get("walker_loops", {})
+    out["kernel_size"] = run.get("kernel_size", {})
+    # AT_RSEQ_FEATURE_SIZE as each flavour's boots saw it (clock records;
+    # none from an opbench before it recorded it)
+    fs = {}
+    for b in run["boots"]:
+        for r in b["records"]:
+            if r.get("kind") == "clock" and "rseq_feature_size" in r:
+                fs.setdefault(b["flavour"], set()).add(r["rseq_feature_size"])
+    out["rseq_feature_size"] = {f: sorted(v) for f, v in sorted(fs.items())}
     # What the run's stages left beside the boots (opbench_io.read_artefacts;
     # None for a run made before the index): bpf_design reads its files.
     out["artefacts"] = run.get("artefacts")

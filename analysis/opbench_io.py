@@ -162,6 +162,14 @@ LOOP_RE = re.compile(r"^(\S+)\s+\+(0x[0-9a-f]+)\.\.\+(0x[0-9a-f]+)\s+(\d+)\s+"
                      r"(\d+)\s+(\d+)\s+(\d+)\s*$")
 
 
+def kernel_size(rdir, arts):
+    """{flavour: what analysis/kernel_size.py counted} for the flavours
+    the run's artefacts name (kind kernel-size); {} for a run made before
+    it counted them."""
+    return {a["flavour"]: read_json(os.path.join(rdir, a["path"]))
+            for a in arts or () if a["kind"] == "kernel-size"}
+
+
 def walker_loops(rdir, arts=None):
     """{flavour: [loop, ...]} from walker-loops/<flavour>.txt, the tables
     analysis/walker_loops.py wrote at bench time: those the run's
@@ -332,7 +340,7 @@ INDEX_KEYS = ("round", "seed", "host", "target")
 
 
 ARTEFACT_KINDS = ("walker-loops", "walk-count", "latency", "bpf-facts",
-                  "insn-profile")
+                  "insn-profile", "kernel-size")
 
 
 def read_artefacts(rdir):
@@ -463,4 +471,5 @@ def load(rdir):
                 [os.path.join(rdir, a["path"]) for a in arts
                  if a["kind"] == "latency"]),
             "walker_loops": walker_loops(rdir, arts),
+            "kernel_size": kernel_size(rdir, arts),
             "artefacts": arts}

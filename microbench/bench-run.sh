@@ -305,6 +305,27 @@ for f in "${fl[@]}"; do
 	fi
 done
 
+# What each flavour adds to the unpatched kernel: the bytes of its vmlinux
+# (the kernel's scripts/bloat-o-meter) and the lines of its tree (against
+# the pristine base), for the designs table (analysis/kernel_size.py).
+if printf '%s\n' "${fl[@]}" | grep -qx baseline; then
+	mkdir -p "$out/kernel-size"
+	srcdir=$(manifest_source source_dir)
+	base=$(base_tag "$(manifest_source source_version)")
+	bk=$(kernel_dir baseline)
+	for f in "${fl[@]}"; do
+		[ "$f" != baseline ] || continue
+		k=$(kernel_dir "$f")
+		if "$PYTHON" "$TOPDIR/analysis/kernel_size.py" "$srcdir/scripts/bloat-o-meter" \
+			"$bk/vmlinux" "$k/vmlinux" "$(kernel_tree "$f")" "$base" \
+			> "$out/kernel-size/$f.json" 2> "$out/kernel-size/$f.log"; then
+			artefact kernel-size "$out/kernel-size/$f.json" flavour="$f"
+		else
+			log "what $f adds to the kernel not counted: $(tail -1 "$out/kernel-size/$f.log")"
+		fi
+	done
+fi
+
 t0=$(date +%s)
 n=${#order[@]}
 for i in "${!order[@]}"; do

@@ -207,3 +207,86 @@ def test_designs_of_different_limits_are_fitted_on_the_n_they_share():
                                 for k, v in cells.items() if k[3] == "min"},
                                gkey, ["ops", "min"], {"extra": {}}, {})
     assert "common_ns" not in same
+
+
+def test_one_operation_beside_the_slope(tmp_path):
+    """Every designs table says what one operation costs against none, per
+    walk (N = 1 minus N = 0, from the run's vs_zero rows): the fixed part
+    a one-operation user pays, beside the slope."""
+    a = synthetic_analysis(tmp_path)
+    for g in a["groups"]:
+        if g["bench"] in WALKS:
+            w = g["walks_per_loop"]
+            g["vs_zero"] = {fl: [{"nr_ops": 1, "diff": (50.0 + s) * w,
+                                  "diff_ci": [(49.0 + s) * w, (51.0 + s) * w]}]
+                            for fl, s in SLOPE.items()}
+    d = designs.analyse(a)
+    one = {(s["bench"], s["flavour"]): s["n1"] for s in d["slopes"]}
+    assert one[("switch", "ops")]["diff_per_walk"] == 56.0
+    assert one[("switch", "rfc")]["diff_per_walk_ci"] == [93.0, 95.0]
+    text = "\n".join(designs_report.designs_lines(d, a))
+    assert "One operation against none" in text
+    assert "  signal   v2             +79.00  [+78.00, +80.00]" in text, text
+
+
+def test_what_each_design_adds_outside_the_walk(tmp_path):
+    """The feature size each design's boots saw and what its kernel adds
+    (kernel_size.py's counts), the reference first; a run with neither
+    has no such table."""
+    a = synthetic_analysis(tmp_path)
+    d = designs.analyse(a)
+    assert d["abi"] == []
+    assert "Outside the walk" not in "\n".join(
+        designs_report.designs_lines(d, a))
+    lines = {"kernel": {"added": 1086, "removed": 27, "files": 9},
+             "uapi": {"added": 63, "removed": 0, "files": 2}}
+    a["rseq_feature_size"] = {"baseline": [33], "ops": [56], "v2": [56]}
+    a["kernel_size"] = {"ops": {"bloat": {"functions": {"net": 6466},
+                                          "data": {"net": 85}},
+                                "lines": lines}}
+    a["reference"] = "baseline"
+    d = designs.analyse(a)
+    assert [r["flavour"] for r in d["abi"]] == ["baseline", "ops", "v2", "rfc"]
+    text = designs_report.designs_lines(d, a)
+    assert all(len(ln) <= report_core.WIDTH for ln in text)
+    head = next(i for i, ln in enumerate(text) if "feature" in ln)
+    end = text.index("", head)
+    rows = {ln.split()[0]: ln.split() for ln in text[head + 1:end]}
+    assert rows["baseline"][1:] == ["33", "-", "-", "-", "-", "-"]
+    assert rows["ops"][1:] == ["56", "+6466", "+85", "+1086/-27", "+63/-0", "-"]
+    assert rows["rfc"][1] == "n/a"
+
+
+def test_kernel_size_reads_bloat_o_meter_and_numstat():
+    """analysis/kernel_size.py: the three blocks of bloat-o-meter -c, and
+    git diff --numstat by area; an output without the three blocks is an
+    error, not zeros."""
+    import kernel_size
+    out = kernel_size.parse_bloat(
+        "add/remove: 15/0 grow/shrink: 11/2 up/down: 5070/-7 (5063)\n"
+        "Function                                     old     new   delta\n"
+        "rseq_ops_prctl                                 -    2063   +2063\n"
+        "Total: Before=6871460, After=6876523, chg +0.07%\n"
+        "add/remove: 0/0 grow/shrink: 2/0 up/down: 82/0 (82)\n"
+        "Data                                         old     new   delta\n"
+        "Total: Before=3245228, After=3245310, chg +0.00%\n"
+        "add/remove: 0/0 grow/shrink: 0/0 up/down: 0/0 (0)\n"
+        "RO Data                                      old     new   delta\n"
+        "Total: Before=7980, After=7980, chg +0.00%\n")
+    assert out["functions"] == {"added": 15, "removed": 0, "grown": 11,
+                                "shrunk": 2, "up": 5070, "down": -7,
+                                "net": 5063}
+    assert out["data"]["net"] == 82 and out["rodata"]["net"] == 0
+    try:
+        kernel_size.parse_bloat("add/remove: 1/0 grow/shrink: 0/0 "
+                                "up/down: 5/0 (5)\nFunction  old new delta\n")
+        assert False, "accepted a partial output"
+    except ValueError as e:
+        assert "three categories" in str(e)
+    n = kernel_size.parse_numstat(
+        "10\t2\tkernel/rseq.c\n5\t0\tinclude/uapi/linux/rseq.h\n"
+        "100\t0\tDocumentation/userspace-api/rseq.rst\n"
+        "-\t-\ttools/testing/selftests/rseq/blob\n7\t1\tinclude/linux/rseq.h\n")
+    assert n["kernel"] == {"added": 17, "removed": 3, "files": 2}
+    assert n["uapi"]["added"] == 5 and n["docs"]["added"] == 100
+    assert n["selftests"] == {"added": 0, "removed": 0, "files": 1}
