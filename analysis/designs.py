@@ -68,6 +68,19 @@ ENTRY_BYTES = 40
 EXAMPLE_OPS = 1025
 
 
+def zero_explained(decls, flavour):
+    """{bench: reason} from a flavour's N0_EXPLAINED declaration ("BENCH:
+    reason; BENCH: reason"): why a thread without operations costs other
+    than on the unpatched kernel there."""
+    text = ((decls or {}).get(flavour) or {}).get("n0_explained") or ""
+    out = {}
+    for part in text.split(";"):
+        bench, sep, why = part.partition(":")
+        if sep and bench.strip() and why.strip():
+            out[bench.strip()] = why.strip()
+    return out
+
+
 def analyse(a, compare=None):
     """The comparison, or None when the run lacks ANCHOR or every other
     design. compare(model_ref, model, key): two slopes
@@ -130,9 +143,13 @@ def analyse(a, compare=None):
         variants = [f for f, _ in BPF_VARIANTS if f in a["flavours"]]
         for c in g["vs_reference"]:
             if c["nr_ops"] == 0 and c["flavour"] in fls + variants:
-                out["zero"].append({"bench": bench, "flavour": c["flavour"],
-                                    "diff": c["diff"],
-                                    "diff_ci": c.get("diff_ci")})
+                ci = c.get("diff_ci")
+                out["zero"].append({
+                    "bench": bench, "flavour": c["flavour"],
+                    "diff": c["diff"], "diff_ci": ci,
+                    "excludes_0": bool(ci) and (ci[0] > 0 or ci[1] < 0),
+                    "explained": zero_explained(
+                        a.get("flavour_decls"), c["flavour"]).get(bench)})
     for name, layout in LAYOUTS:
         g = group(a, name)
         if not g:

@@ -170,9 +170,25 @@ def designs_lines(d, a):
                                       "(a thread with no operation), %s "
                                       "per loop:" % unit, WIDTH)
         for z in d["zero"]:
-            lines.append("  %-8s %-10s %10s  %s" % (
+            flag = (" (!)" if z.get("excludes_0") and not z.get("explained")
+                    else " (*)" if z.get("excludes_0") else "")
+            lines.append("  %-8s %-10s %10s  %s%s" % (
                 z["bench"], z["flavour"], num(z["diff"], True),
-                ci(z["diff_ci"], True)))
+                ci(z["diff_ci"], True), flag))
+        for z in d["zero"]:
+            if z.get("excludes_0") and z.get("explained"):
+                lines += textwrap.wrap(
+                    "(*) %s %s: %s" % (z["bench"], z["flavour"],
+                                       z["explained"]),
+                    WIDTH, initial_indent="  ", subsequent_indent="    ")
+        if any(z.get("excludes_0") and not z.get("explained")
+               for z in d["zero"]):
+            lines += textwrap.wrap(
+                "(!) An interval that excludes 0 with no explanation on "
+                "record (the flavour's N0_EXPLAINED): a thread without "
+                "operations pays something here that nobody has "
+                "explained.", WIDTH, initial_indent="  ",
+                subsequent_indent="  ")
     if d["stretch"]:
         lines += [""] + textwrap.wrap("Walk added to the return from a "
                                       "preemption (P-gap at N minus at N = "

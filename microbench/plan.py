@@ -101,7 +101,7 @@ def read_declarations(path, keys, what):
 
 FLAVOURS_DIR = os.path.join(TOP, "kernel-patch", "flavours")
 FLAVOUR_KEYS = ("SERIES", "FIXED", "EXTRA", "SEMANTICS", "VIA", "SELFTESTS",
-                "PRELOAD", "DESIGN", "LABEL", "COLOUR")
+                "PRELOAD", "DESIGN", "LABEL", "COLOUR", "N0_EXPLAINED")
 
 
 @functools.lru_cache(maxsize=None)

@@ -135,7 +135,7 @@ split_flavour() {
 # kernel-patch/flavours/NAME.flavour (see the README there); empty when
 # the flavour has no file or the file does not set KEY. NAME may carry
 # @TOOLCHAIN.
-FLAVOUR_KEYS="SERIES FIXED EXTRA SEMANTICS VIA SELFTESTS PRELOAD DESIGN LABEL COLOUR"
+FLAVOUR_KEYS="SERIES FIXED EXTRA SEMANTICS VIA SELFTESTS PRELOAD DESIGN LABEL COLOUR N0_EXPLAINED"
 flavour_get() {
 	local f=$TOPDIR/kernel-patch/flavours/${1%@*}.flavour
 	[ -f "$f" ] || return 0

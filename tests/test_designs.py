@@ -290,3 +290,35 @@ def test_kernel_size_reads_bloat_o_meter_and_numstat():
     assert n["kernel"] == {"added": 17, "removed": 3, "files": 2}
     assert n["uapi"]["added"] == 5 and n["docs"]["added"] == 100
     assert n["selftests"] == {"added": 0, "removed": 0, "files": 1}
+
+
+def test_a_difference_at_n0_is_explained_or_flagged(tmp_path):
+    """N = 0 against the unpatched kernel: an interval that excludes 0 is
+    flagged (!) unless the flavour's declaration explains it
+    (N0_EXPLAINED), and then the reason is printed; one that takes in 0
+    is neither."""
+    a = synthetic_analysis(tmp_path)
+    for g in a["groups"]:
+        for c in g["vs_reference"]:
+            if g["bench"] == "signal":
+                c["diff"], c["diff_ci"] = 0.5, [-1.0, 2.0]
+    a["flavour_decls"] = {
+        "ops": {"design": 1, "n0_explained":
+                "switch: a load moved by the layout (a profile); "
+                "preempt: the same"},
+        "v2": {"design": 2}, "rfc": {"design": 3}}
+    d = designs.analyse(a)
+    z = {(x["bench"], x["flavour"]): x for x in d["zero"]}
+    assert z[("switch", "ops")]["explained"].startswith("a load moved")
+    assert not z[("signal", "ops")]["excludes_0"]
+    text = designs_report.designs_lines(d, a)
+    joined = "\n".join(text)
+    assert "  switch   ops" in joined
+    row = {tuple(ln.split()[:2]): ln for ln in text
+           if ln.startswith("  ") and "[" in ln and ln.split()[0] in WALKS}
+    assert row[("switch", "ops")].endswith("(*)")
+    assert row[("switch", "v2")].endswith("(!)")
+    assert not row[("signal", "v2")].endswith(")")
+    assert "(*) switch ops: a load moved by the layout" in joined
+    assert "no explanation on record" in " ".join(joined.split())
+    assert all(len(ln) <= report_core.WIDTH for ln in text)
