@@ -58,7 +58,7 @@ def test_environment_wins_over_the_plan_even_empty():
     assert lines["SWEEP"] == "0,powers"
     r = plan("make", "walker")
     assert r.stdout.strip() == \
-        "PLAN_FLAVOURS := baseline ops v2 rfc bpf ;; PLAN_LATENCY := ops v2"
+        "PLAN_FLAVOURS := baseline ops ops-v3 v2 rfc bpf min ;; PLAN_LATENCY := ops v2"
 
 
 def test_words_become_cells():
