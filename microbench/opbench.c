@@ -49,7 +49,7 @@ static const struct bench benches[] = {
 	{ "switch", "sched_yield() ping-pong of two threads on one CPU", 2,
 	  EXPECT_SWITCH, OP_NULL, bench_switch, BENCH_TRACED },
 	{ "preempt", "a SCHED_FIFO waker preempts a spinner: one gap per preemption", 1,
-	  EXPECT_SWITCH, OP_NULL, bench_preempt, BENCH_ALONE | BENCH_TRACED },
+	  EXPECT_SWITCH, OP_NULL, bench_preempt, BENCH_ALONE | BENCH_TRACED | BENCH_GAPS },
 	{ "signal", "raise(), empty handler, return", 1,
 	  EXPECT_ALWAYS, OP_NULL, bench_signal, BENCH_TRACED },
 	{ "migrate", "sched_setaffinity() bounce between two CPUs", 2,
@@ -78,11 +78,13 @@ static void list_benches(bool json)
 		}
 		/* The summaries hold no quote or backslash. */
 		printf("%s{\"name\":\"%s\",\"summary\":\"%s\",\"walks_per_loop\":%d,"
-		       "\"expect\":\"%s\",\"type\":\"%s\",\"alone\":%s,\"traced\":%s}",
+		       "\"expect\":\"%s\",\"type\":\"%s\",\"alone\":%s,\"traced\":%s,"
+		       "\"marked\":%s}",
 		       i ? "," : "[", b->name, b->summary, b->walks,
 		       expect_names[b->expect], op_type_name(b->type),
 		       b->flags & BENCH_ALONE ? "true" : "false",
-		       b->flags & BENCH_TRACED ? "true" : "false");
+		       b->flags & BENCH_TRACED ? "true" : "false",
+		       b->flags & BENCH_GAPS ? "false" : "true");
 	}
 	if (json)
 		printf("]\n");

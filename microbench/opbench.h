@@ -89,9 +89,14 @@ static inline void mark_end(void)
  *			other vCPU's instructions fall into its gaps (preempt)
  *   BENCH_TRACED	its walks per loop are counted by the tracing step
  *			(bpftrace) against what it declares
+ *   BENCH_GAPS		its samples are gaps between events (kind "gaps"),
+ *			not timed loops: no --mark window around them, so
+ *			the instruction profiler has nothing to count
+ *			(--list --json: "marked": false)
  */
 #define BENCH_ALONE	0x1
 #define BENCH_TRACED	0x2
+#define BENCH_GAPS	0x4
 
 struct bench {
 	const char *name;

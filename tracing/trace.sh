@@ -94,6 +94,21 @@ if [ -n "${OPBENCH:-}" ]; then
 else
 	guest_programs "$out/bin" opbench prime-signals
 fi
+# The instruction profile counts between opbench's markers: a benchmark
+# whose samples are gaps between events has none (its table's "marked").
+if [ "$mode" = insn ]; then
+	marked=$(in_buildroot --bind "$out" "$out/bin/opbench" --list --json |
+		"$PYTHON" -c 'import json, sys
+rows = {r["name"]: r for r in json.load(sys.stdin)}
+r = rows.get(sys.argv[1])
+ok = " ".join(n for n, x in rows.items() if x.get("marked", True))
+print("unknown" if r is None else "yes" if r.get("marked", True) else "no", ok)' "$bench") ||
+		die "opbench --list --json failed in the build root"
+	case $marked in
+	no\ *) die "insn: $bench's samples are gaps between events, with no marked window for the profiler to count in; profile one of: ${marked#no }" ;;
+	unknown\ *) die "insn: opbench has no benchmark '$bench' (opbench --list)" ;;
+	esac
+fi
 echo "# host: $0 $mode $flavour $*" > "$out/commands.txt"
 own=${OPBENCH:+", the run's own ($OPBENCH)"}
 echo "# opbench sha256 $(sha256sum < "$out/bin/opbench" | cut -c1-16)$own" >> "$out/commands.txt"
