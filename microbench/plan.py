@@ -99,7 +99,10 @@ def read_declarations(path, keys, what):
     return out
 
 
-FLAVOURS_DIR = os.path.join(TOP, "kernel-patch", "flavours")
+# The declarations: the tree's, or another directory of them
+# (FLAVOURS_DIR, as scripts/common.sh's flavour_get reads it).
+FLAVOURS_DIR = (os.environ.get("FLAVOURS_DIR") or
+                os.path.join(TOP, "kernel-patch", "flavours"))
 FLAVOUR_KEYS = ("SERIES", "FIXED", "EXTRA", "SEMANTICS", "VIA", "SELFTESTS",
                 "PRELOAD", "DESIGN", "LABEL", "COLOUR", "N0_EXPLAINED")
 

@@ -132,12 +132,13 @@ split_flavour() {
 }
 
 # flavour_get NAME KEY: KEY of the flavour's declaration,
-# kernel-patch/flavours/NAME.flavour (see the README there); empty when
-# the flavour has no file or the file does not set KEY. NAME may carry
-# @TOOLCHAIN.
+# kernel-patch/flavours/NAME.flavour (see the README there), or
+# $FLAVOURS_DIR/NAME.flavour where the environment names another
+# directory of declarations; empty when the flavour has no file or the
+# file does not set KEY. NAME may carry @TOOLCHAIN.
 FLAVOUR_KEYS="SERIES FIXED EXTRA SEMANTICS VIA SELFTESTS PRELOAD DESIGN LABEL COLOUR N0_EXPLAINED"
 flavour_get() {
-	local f=$TOPDIR/kernel-patch/flavours/${1%@*}.flavour
+	local f=${FLAVOURS_DIR:-$TOPDIR/kernel-patch/flavours}/${1%@*}.flavour
 	[ -f "$f" ] || return 0
 	(
 		# shellcheck disable=SC2086 # the list of keys

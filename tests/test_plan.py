@@ -4,9 +4,11 @@ only parser of a benchmark word; and the run index it writes, as the
 analysis reads it back."""
 import json
 import os
+import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from conftest import TOP, bench_env
@@ -336,3 +338,63 @@ def test_the_table_says_which_benchmarks_the_profiler_can_window():
     rows = {r["name"]: r for r in json.load(open(BENCHES))}
     assert rows["preempt"]["marked"] is False
     assert all(r["marked"] for n, r in rows.items() if n != "preempt")
+
+
+def test_a_flavour_from_its_declaration_alone(tmp_path):
+    """A throwaway flavour, one declaration file in a directory of them
+    (FLAVOURS_DIR) and nothing else: the shell reads it as the planner
+    does, the run's index plans its boots and records it, and the report
+    compares it with ops as a design under its label."""
+    import importlib.util
+    import shutil
+    decls = tmp_path / "flavours"
+    shutil.copytree(os.path.join(TOP, "kernel-patch", "flavours"), decls)
+    (decls / "mine.flavour").write_text(
+        "# a throwaway design\nSERIES=kernel-patch/min\nFIXED=1\n"
+        "SEMANTICS=handle\nVIA=min\nDESIGN=9\n"
+        'LABEL="a throwaway design"\nCOLOUR=tab:brown\n')
+    env = dict(FLAVOURS_DIR=str(decls))
+    r = subprocess.run(["bash", "-c", ". scripts/common.sh; "
+                        "flavour_get mine LABEL; flavour_get mine VIA"],
+                       cwd=TOP, capture_output=True, text=True,
+                       env=dict(os.environ, **env))
+    assert r.stdout == "a throwaway design\nmin\n", r
+    out = tmp_path / "run"
+    r = index(out, 7, FLAVOURS="baseline ops mine", BOOTS="2",
+              BENCHES="switch@0,1,2,8,16", **env)
+    assert r.returncode == 0, r.stderr
+    run = json.loads((out / "run.json").read_text())
+    assert run["flavour_decls"]["mine"]["label"] == "a throwaway design"
+    assert run["flavour_decls"]["mine"]["design"] == 9
+    boots = [json.loads(b) for b in
+             (out / "boots.jsonl").read_text().splitlines()]
+    assert sorted(b["flavour"] for b in boots) == \
+        ["baseline", "baseline", "mine", "mine", "ops", "ops"]
+    # Each boot's records, as a guest would leave them: a walk of 45.2
+    # (ops) and 30.0 (mine) instructions per operation, two a loop.
+    spec = importlib.util.spec_from_file_location(
+        "synth", os.path.join(TOP, "tests", "data", "make-synthetic-run.py"))
+    synth = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(synth)
+    walk = {"ops": 45.2, "mine": 30.0}
+
+    def cost(bench, fl, n):
+        return 4456.0 if n == 0 else 4650.0 + 2 * walk[fl] * n
+    rng = np.random.default_rng(7)
+    for i, b in enumerate(boots, 1):
+        fl = b["flavour"]
+        synth.write_boot(
+            str(out / b["dir"]), rng, i, fl, "icount", ("0123", "5"),
+            lambda shift, fl=fl: synth.boot_records(
+                rng, "switch", fl, i, shift, [0, 1, 2, 8, 16], 3, cost,
+                False))
+    r = subprocess.run([PY, os.path.join(TOP, "analysis", "analyze.py"),
+                        str(out), "-q"], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    text = (out / "analysis" / "report.txt").read_text()
+    section = text[text.index("Keep the operations in the kernel?"):]
+    assert "mine: a throwaway design" in " ".join(section.split())
+    slope = re.search(r"^  switch   mine +([0-9.]+)  \[", section, re.M)
+    assert slope and abs(float(slope.group(1)) - 30.0) < 0.5, section[:2000]
+    assert re.search(r"^  switch   mine     / ops  ", section, re.M)
