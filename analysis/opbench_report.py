@@ -99,6 +99,11 @@ def header(a):
     lines += field("Host", "%s, %s CPUs, Linux %s" % (
         p.get("host_cpu", "?"), p.get("host_cpus", "?"),
         p.get("host_kernel", "?")))
+    if native and h["host_state"].get("hypervisor") == "yes":
+        lines += field("Hypervisor", "the CPU flags say hypervisor: this "
+                       "native run measured a virtual machine's CPU, not a "
+                       "bare one; its times include what the hypervisor "
+                       "adds (exits, steal time)")
     if h["host_state"]:
         # The keys as host-state.sh names them (kvm_halt_poll_ns: no
         # stray unit word in an instruction run's header).

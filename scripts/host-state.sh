@@ -13,7 +13,8 @@
 # (intel_pstate's no_turbo or cpufreq's boost); isolated and nohz_full
 # CPUs; transparent huge pages; perf_event_paranoid and whether a CPU PMU
 # is there; KVM's halt polling; the clocksource; ASLR; the kernel command
-# line. A file that does not exist reads as "none"; nothing is written.
+# line; whether the CPU flags say "hypervisor" (this machine is a virtual
+# machine: its native times are a guest's). A file that does not exist reads as "none"; nothing is written.
 #
 # POSIX sh, coreutils and sed: the kit (make kit) runs it on any x86-64
 # Linux with nothing else installed.
@@ -84,6 +85,12 @@ done
 halt_poll=$(rd "$root/sys/module/kvm/parameters/halt_poll_ns")
 clocksource=$(rd "$root/sys/devices/system/clocksource/clocksource0/current_clocksource")
 aslr=$(rd "$root/proc/sys/kernel/randomize_va_space")
+# The CPUID bit a hypervisor sets for its guests, as /proc/cpuinfo's flags
+if grep -q '^flags.*[[:space:]]hypervisor\([[:space:]]\|$\)' "$root/proc/cpuinfo" 2>/dev/null; then
+	hypervisor=yes
+else
+	hypervisor=no
+fi
 
 if [ "${1:-}" != --advice ]; then
 	echo "host_cpu_model=${model:-unknown}"
@@ -100,6 +107,7 @@ if [ "${1:-}" != --advice ]; then
 	echo "host_kvm_halt_poll_ns=$halt_poll"
 	echo "host_clocksource=$clocksource"
 	echo "host_aslr=$aslr"
+	echo "host_hypervisor=$hypervisor"
 	echo "host_cmdline=$(rd "$root/proc/cmdline")"
 	exit 0
 fi
@@ -108,6 +116,10 @@ fi
 say() {
 	echo "$1"
 }
+case $hypervisor in
+yes) say "hypervisor: yes: this machine is a virtual machine (its CPU flags say so): native times are a guest's, with the hypervisor's exits and steal time in them; measure on a bare machine for a kernel's own cost" ;;
+*) say "hypervisor: no: ok" ;;
+esac
 case $governor in
 none) say "governor: no cpufreq here (a VM or a fixed clock): nothing to set" ;;
 performance) say "governor: performance: ok" ;;

@@ -190,6 +190,12 @@ def test_report_in_ns_with_the_host_state(aa_run):
     assert "rep-*/opbench.json" in text
     pmu = os.path.isdir("/sys/bus/event_source/devices/cpu")
     assert ("PMU         none: perf_event_open(cycles)" in head) != pmu
+    # A native run on a virtual machine says so (this project's own
+    # machines are Firecracker guests).
+    with open("/proc/cpuinfo") as f:
+        vm = any(ln.startswith("flags") and "hypervisor" in ln.split()
+                 for ln in f)
+    assert ("Hypervisor  the CPU flags say hypervisor" in head) == vm, head
 
 
 def test_ops_cells_unsupported_not_failed(aa_run):
@@ -388,9 +394,10 @@ def test_missing_programs_named(tmp_path):
 
 def fake_root(tmp_path, governors, no_turbo="0", smt="1", isolated="",
               nohz="(null)", thp="[always] madvise never", pmu=True,
-              clocksource="tsc", paranoid="2"):
+              clocksource="tsc", paranoid="2", hypervisor=False):
     files = {
-        "proc/cpuinfo": "model name\t: Test Xeon\n",
+        "proc/cpuinfo": "model name\t: Test Xeon\nflags\t\t: fpu tsc%s\n"
+        % (" hypervisor" if hypervisor else ""),
         "proc/cmdline": "quiet\n",
         "proc/sys/kernel/perf_event_paranoid": paranoid + "\n",
         "proc/sys/kernel/randomize_va_space": "2\n",
@@ -439,6 +446,12 @@ def test_host_state_read_from_sysfs(tmp_path):
     assert kv["host_thp"] == "always" and kv["host_pmu"] == "cpu"
     assert kv["host_kvm_halt_poll_ns"] == "200000"
     assert kv["host_perf_event_paranoid"] == "2"
+    assert kv["host_hypervisor"] == "no"
+    vm = fake_root(tmp_path / "vm", ["performance"], hypervisor=True)
+    kv = dict(ln.split("=", 1) for ln in host_state(vm).splitlines())
+    assert kv["host_hypervisor"] == "yes"
+    assert "hypervisor: yes: this machine is a virtual machine" in \
+        host_state(vm, "--advice")
 
 
 def test_host_check_says_what_to_change(tmp_path):
