@@ -151,6 +151,8 @@ def designs_lines(d, a):
             lines.append("  %-8s %-8s / %-8s  %6s  %s" % (
                 r["bench"], r["flavour"], anchor,
                 ratio(r["ratio"]) if r["ratio"] is not None else "n/a",
+                "[same in all boots]" if r["ratio_ci"] and
+                r["ratio_ci"][0] == r["ratio_ci"][1] else
                 ratio_ci(r["ratio_ci"]) if r["ratio_ci"]
                 else "[no interval]"))
         target = ("Target: the walk of %s at least %.0f times cheaper "

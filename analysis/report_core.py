@@ -36,9 +36,12 @@ def num(x, signed=False):
 
 
 def ci(c, signed=False):
-    """An interval, or "[no interval]" when one boot gave none."""
+    """An interval, or "[no interval]" when one boot gave none; one of zero
+    width is every boot giving the same figure (under icount), said so."""
     if c is None or c[0] is None:
         return "[no interval]"
+    if c[0] == c[1]:
+        return "[same in all boots]"
     return "[%s, %s]" % (num(c[0], signed), num(c[1], signed))
 
 

@@ -3,6 +3,7 @@
 compared on synthetic cost models with known slopes; its report section
 and plot; and the walker-loops files bench-run.sh writes."""
 import os
+import re
 import sys
 
 import numpy as np
@@ -322,3 +323,16 @@ def test_a_difference_at_n0_is_explained_or_flagged(tmp_path):
     assert "(*) switch ops: a load moved by the layout" in joined
     assert "no explanation on record" in " ".join(joined.split())
     assert all(len(ln) <= report_core.WIDTH for ln in text)
+
+
+def test_an_exact_figure_is_not_printed_as_an_interval(tmp_path):
+    """Under icount every boot may give the same figure: the section says
+    "same in all boots", never a zero-width interval."""
+    a = synthetic_analysis(tmp_path)
+    for g in a["groups"]:
+        for c in g["vs_reference"]:
+            c["diff"], c["diff_ci"] = 0.0, [0.0, 0.0]
+    text = "\n".join(designs_report.designs_lines(designs.analyse(a), a))
+    assert "[+0.00, +0.00]" not in text
+    assert re.search(r"^  signal   ops +\+0\.00  \[same in all boots\]$",
+                     text, re.M), text
