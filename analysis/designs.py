@@ -196,7 +196,9 @@ def _abi(a, fls):
     ks = a.get("kernel_size", {})
     if not fs and not ks:
         return []
-    ref = a.get("reference", "baseline")
+    # The flavour the sizes were counted against, as they record it.
+    ref = next((k["base"] for k in ks.values() if k.get("base")),
+               a.get("reference", "baseline"))
     rows = []
     for fl in [ref] + [f for f in fls if f != ref]:
         k = ks.get(fl, {})

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """kernel_size.py - what a flavour adds to the kernel, counted at bench time.
 
-Usage: kernel_size.py BLOAT_O_METER BASE_VMLINUX VMLINUX TREE BASE_REF
+Usage: kernel_size.py BLOAT_O_METER BASE_VMLINUX VMLINUX TREE BASE_REF [BASE]
 
 Prints one JSON object: the bytes of functions, data and read-only data
 the flavour's vmlinux has more than the reference's, as the kernel's own
@@ -10,7 +10,8 @@ scripts/bloat-o-meter -c counts them (symbols added, removed, grown,
 shrunk, and the net change), and the source lines its tree adds and
 removes against the pristine base (git diff --numstat BASE_REF HEAD in
 TREE), by area: the kernel's code, its user API headers, the
-documentation and the selftests. microbench/bench-run.sh keeps the object
+documentation and the selftests. BASE names the flavour whose vmlinux
+BASE_VMLINUX is, as the object records it. microbench/bench-run.sh keeps the object
 as kernel-size/<flavour>.json, an artefact of the run (kind kernel-size);
 analysis/designs.py shows it beside the walk.
 """
@@ -76,11 +77,12 @@ def parse_numstat(text):
 
 
 def main(argv):
-    if len(argv) != 6:
+    if len(argv) not in (6, 7):
         sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
         return 2
-    bloat, base, vmlinux, tree, ref = argv[1:]
-    r = subprocess.run(["/usr/bin/python3", bloat, "-c", base, vmlinux],
+    bloat, base, vmlinux, tree, ref = argv[1:6]
+    base_flavour = argv[6] if len(argv) == 7 else None
+    r = subprocess.run([sys.executable, bloat, "-c", base, vmlinux],
                        capture_output=True, text=True)
     if r.returncode:
         sys.stderr.write("kernel_size.py: %s failed: %s\n" % (bloat, r.stderr))
@@ -93,7 +95,7 @@ def main(argv):
                          "failed: %s\n" % (ref, tree, r.stderr))
         return 1
     print(json.dumps({"bloat": sizes, "lines": parse_numstat(r.stdout),
-                      "base_ref": ref}, sort_keys=True))
+                      "base_ref": ref, "base": base_flavour}, sort_keys=True))
     return 0
 
 

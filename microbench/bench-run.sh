@@ -317,7 +317,7 @@ if printf '%s\n' "${fl[@]}" | grep -qx baseline; then
 		[ "$f" != baseline ] || continue
 		k=$(kernel_dir "$f")
 		if "$PYTHON" "$TOPDIR/analysis/kernel_size.py" "$srcdir/scripts/bloat-o-meter" \
-			"$bk/vmlinux" "$k/vmlinux" "$(kernel_tree "$f")" "$base" \
+			"$bk/vmlinux" "$k/vmlinux" "$(kernel_tree "$f")" "$base" baseline \
 			> "$out/kernel-size/$f.json" 2> "$out/kernel-size/$f.log"; then
 			artefact kernel-size "$out/kernel-size/$f.json" flavour="$f"
 		else

@@ -367,11 +367,14 @@ def test_handle_mode_lists_and_refuses(tmp_path):
         assert gone not in names
         r = run([exe, "-M", "-S", gone, "-d", "1"], timeout=60)
         assert r.returncode == 2 and "handle ABI (-M)" in r.stderr, r.stderr
+    # Among other options getopt would take it, the reading before it not
+    r = run([exe, "-vM", "--list"], timeout=60)
+    assert r.returncode == 2 and "give -M on its own" in r.stderr, r.stderr
     assert {"limit", "bad-register", "exec", "rseq-rereg", "dst-page"} <= set(names)
 
 
 def fake_handle_run(exe, names, **env):
-    r = run([exe, "-M", "-S", ",".join(names), "-d", "3", "-j", "2",
+    r = run([exe, "-M", "-S", ",".join(names), "-d", "4", "-j", "2",
              "-s", "20261207"], env=dict(os.environ, **env), timeout=180)
     return r, json.loads(r.stdout.splitlines()[-1])
 
@@ -389,9 +392,13 @@ def test_handle_mode_on_a_fake_kernel(tmp_path):
     assert s["semantics"] == "handle" and s["ops_limit"] == 64, s
     assert "-ENOSPC after 64 operations" in r.stderr
     ran = {n for n, v in s["scenarios"].items() if v["runs"]}
-    assert ran == set(names), (ran, s)
+    # Every one ran, where the run started as many victims (a loaded host
+    # may start fewer in its seconds: the scenarios come in rounds).
+    assert ran <= set(names) and (ran == set(names) or
+                                  s["victims"] < len(names)), (ran, s)
     assert s["segv_expected"] == s["segv_seen"] == s["scenarios"]["dst-page"]["runs"]
-    r, s = fake_handle_run(exe, ["limit", "churn", "fork", "fault-fork"],
+    r, s = fake_handle_run(exe, ["limit", "churn", "fork", "rseq-rereg",
+                                 "threads", "bad-register", "fault-fork"],
                            FAKE_LIMIT="16")
     assert r.returncode == 0 and s["wrong"] == 0, (s, r.stderr[-3000:])
     assert s["ops_limit"] == 16

@@ -105,6 +105,9 @@ ok = " ".join(n for n, x in rows.items() if x.get("marked", True))
 print("unknown" if r is None else "yes" if r.get("marked", True) else "no", ok)' "$bench") ||
 		die "opbench --list --json failed in the build root"
 	case $marked in
+	no\ * | unknown\ *) rm -rf "$out" ;;	# nothing ran: leave no run behind
+	esac
+	case $marked in
 	no\ *) die "insn: $bench's samples are gaps between events, with no marked window for the profiler to count in; profile one of: ${marked#no }" ;;
 	unknown\ *) die "insn: opbench has no benchmark '$bench' (opbench --list)" ;;
 	esac

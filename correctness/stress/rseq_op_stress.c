@@ -674,7 +674,7 @@ static void sc_bad_register_handles(struct world *w)
 	int i;
 
 	keep(w);
-	reg_n(w, 1 + rnd(w, 8));
+	reg_n(w, capped(1 + rnd(w, 8)));
 	held0 = held_count();
 	unmapped = mmap(NULL, page, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -1284,7 +1284,7 @@ static int exec_check(void)
 /* rseq unregistration drops the operations; links must be cleared. */
 static void sc_rseq_rereg(struct world *w)
 {
-	int n = 1 + rnd(w, 32);
+	int n = capped(1 + rnd(w, 32));
 	long r;
 
 	keep(w);
@@ -2775,8 +2775,15 @@ int main(int argc, char **argv)
 	}
 	while ((c = getopt_long(argc, argv, "d:j:s:S:RMv", lopts, NULL)) != -1) {
 		switch (c) {
-		case 'R': break;
-		case 'M': break;
+		case 'R':
+		case 'M':
+			/* Read before getopt (see above): on their own only */
+			if (!(c == 'R' ? resident : handles)) {
+				fprintf(stderr, "rseq_op_stress: give -%c on its own, not among other options\n",
+					c);
+				return 2;
+			}
+			break;
 		case 'S':
 			/*
 			 * One scenario, or several separated by commas; on a
@@ -2846,8 +2853,8 @@ int main(int argc, char **argv)
 		}
 		ops_limit = probe_limit();
 		if (ops_limit < 1) {
-			fprintf(stderr, "rseq_op_stress: PR_RSEQ_OPS_ADD of a valid operation: %s\n",
-				strerror(-ops_limit));
+			fprintf(stderr, "rseq_op_stress: the first PR_RSEQ_OPS_ADD of a valid operation: %s\n",
+				strerror(ops_limit ? -ops_limit : ENOSPC));
 			return 1;
 		}
 		fprintf(stderr, "rseq_op_stress: the handle ABI: -ENOSPC after %d operations%s\n",
