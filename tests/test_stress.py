@@ -443,6 +443,19 @@ def assert_alarm_margin(s):
     assert not slow, "victims past a quarter of the %d s alarm: %s" % (alarm, slow)
 
 
+def assert_clean_debug_run(s, out, names):
+    """A stress run on a debug kernel in which every scenario of names
+    ran, none found nothing to test, the slowest victims kept their
+    margin, and the kernel reported nothing."""
+    assert all(s["scenarios"][n]["runs"] for n in names), s
+    assert s["void_runs"] == 0, s
+    assert_alarm_margin(s)
+    with open(os.path.join(out, "kernel-problems.txt")) as f:
+        assert f.read() == ""
+    with open(os.path.join(out, "kernel-provenance")) as f:
+        assert "profile=debug" in f.read()
+
+
 def scenario_names():
     """The scenarios of rseq_op_stress.c's table, in its order."""
     with open(STRESS) as f:
@@ -471,14 +484,8 @@ def test_short_stress_on_debug_kernel(tmp_path):
     # round means every scenario ran.
     assert s["victims"] >= len(names), \
         "fewer victims than scenarios in 60 s: %s" % s
-    assert all(s["scenarios"][n]["runs"] for n in names), s
     assert not any(s["scenarios"][n]["runs"] for n in FAULT_SCENARIOS), s
-    assert s["void_runs"] == 0, s
-    assert_alarm_margin(s)
-    with open(os.path.join(out, "kernel-problems.txt")) as f:
-        assert f.read() == ""
-    with open(os.path.join(out, "kernel-provenance")) as f:
-        assert "profile=debug" in f.read()
+    assert_clean_debug_run(s, out, names)
 
 
 # The same short run on min, the handle ABI (-M): the scenarios that need
@@ -500,13 +507,7 @@ def test_short_stress_on_min_debug_kernel(tmp_path):
     # The kernel's limit, found by -ENOSPC: min's RSEQ_OPS_MAX
     assert s["ops_limit"] == 64, s
     assert s["segv_seen"] == s["segv_expected"] > 0
-    assert all(s["scenarios"][n]["runs"] for n in names), s
-    assert s["void_runs"] == 0, s
-    assert_alarm_margin(s)
-    with open(os.path.join(out, "kernel-problems.txt")) as f:
-        assert f.read() == ""
-    with open(os.path.join(out, "kernel-provenance")) as f:
-        assert "profile=debug" in f.read()
+    assert_clean_debug_run(s, out, names)
 
 
 @pytest.mark.rig
