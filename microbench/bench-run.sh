@@ -308,16 +308,20 @@ done
 # What each flavour adds to the unpatched kernel: the bytes of its vmlinux
 # (the kernel's scripts/bloat-o-meter) and the lines of its tree (against
 # the pristine base), for the designs table (analysis/kernel_size.py).
-if printf '%s\n' "${fl[@]}" | grep -qx baseline; then
+bfl=
+for f in "${fl[@]}"; do
+	[ "${f%@*}" != baseline ] || bfl=$f	# baseline, or baseline@TOOLCHAIN
+done
+if [ -n "$bfl" ]; then
 	mkdir -p "$out/kernel-size"
 	srcdir=$(manifest_source source_dir)
 	base=$(base_tag "$(manifest_source source_version)")
-	bk=$(kernel_dir baseline)
+	bk=$(kernel_dir "$bfl")
 	for f in "${fl[@]}"; do
-		[ "$f" != baseline ] || continue
+		[ "$f" != "$bfl" ] || continue
 		k=$(kernel_dir "$f")
 		if "$PYTHON" "$TOPDIR/analysis/kernel_size.py" "$srcdir/scripts/bloat-o-meter" \
-			"$bk/vmlinux" "$k/vmlinux" "$(kernel_tree "$f")" "$base" baseline \
+			"$bk/vmlinux" "$k/vmlinux" "$(kernel_tree "$f")" "$base" "$bfl" \
 			> "$out/kernel-size/$f.json" 2> "$out/kernel-size/$f.log"; then
 			artefact kernel-size "$out/kernel-size/$f.json" flavour="$f"
 		else
