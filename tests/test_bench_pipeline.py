@@ -129,9 +129,13 @@ def test_headline_nothing_paid_without_operations(quick_run):
     2026-12-05, baseline's boots in either), so when both boots of one
     flavour land in the upper mode the interval excludes 0 with no cost
     to attribute (a cold make test saw ops +35.75 [+14.5, +57.0]); 1%
-    is 54 instructions. A series that made every round trip pay what a
-    registered operation costs would fail in syscall and signal; one
-    that made a preempted return pay more than a mode step, in
+    is 54 instructions. Under icount switch and preempt are therefore
+    never taken as resolved by two boots, even when each flavour's two
+    agree: their interval is then of zero width between two modes (the
+    soak of 994429c, round 5: preempt +11.0, the same in all boots, with
+    one operation costing 5.85). A series that made every round trip pay
+    what a registered operation costs would fail in syscall and signal;
+    one that made a preempted return pay more than a mode step, in
     preempt."""
     unit, a = per_op_per_walk(quick_run)
     assert unit > 1, unit
@@ -153,13 +157,15 @@ def test_headline_nothing_paid_without_operations(quick_run):
             # both kernels in every boot (every run on record, 7.2 and
             # 7.3), so their difference is 0 with no interval around it.
             assert r["diff"] == 0 and [lo, hi] == [0, 0], (g["bench"], r)
-        if r["detectable"] < unit:
+        moded = a["accel"] == "icount" and g["bench"] in ("switch", "preempt")
+        if r["detectable"] < unit and not moded:
             resolved.add(g["bench"])
             assert abs(r["diff"]) < unit, (g["bench"], r, unit)
             assert -unit < lo <= hi < unit, (g["bench"], r, unit)
         else:
             # Coarser than one operation (preempt's P-gaps, a switch
-            # split between counts): within the boot modes' step.
+            # split between counts, boots in different modes): within
+            # the boot modes' step.
             assert abs(r["diff"]) < 0.01 * r["ref_value"], (g["bench"], r, unit)
     assert {"syscall", "signal"} <= resolved, resolved
 
