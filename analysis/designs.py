@@ -141,6 +141,8 @@ def analyse(a, compare=None):
                     diff_per_walk(c, walks), bench=bench, flavour=fl,
                     ratio=c.get("ratio"), ratio_ci=c.get("ratio_ci")))
         variants = [f for f, _ in BPF_VARIANTS if f in a["flavours"]]
+        explained = {f: zero_explained(a.get("flavour_decls"), f)
+                     for f in fls + variants}
         for c in g["vs_reference"]:
             if c["nr_ops"] == 0 and c["flavour"] in fls + variants:
                 ci = c.get("diff_ci")
@@ -148,8 +150,7 @@ def analyse(a, compare=None):
                     "bench": bench, "flavour": c["flavour"],
                     "diff": c["diff"], "diff_ci": ci,
                     "excludes_0": bool(ci) and (ci[0] > 0 or ci[1] < 0),
-                    "explained": zero_explained(
-                        a.get("flavour_decls"), c["flavour"]).get(bench)})
+                    "explained": explained[c["flavour"]].get(bench)})
     for name, layout in LAYOUTS:
         g = group(a, name)
         if not g:

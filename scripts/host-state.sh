@@ -14,7 +14,8 @@
 # CPUs; transparent huge pages; perf_event_paranoid and whether a CPU PMU
 # is there; KVM's halt polling; the clocksource; ASLR; the kernel command
 # line; whether the CPU flags say "hypervisor" (this machine is a virtual
-# machine: its native times are a guest's). A file that does not exist reads as "none"; nothing is written.
+# machine: its native times are a guest's). A file that does not exist
+# reads as "none"; nothing is written.
 #
 # POSIX sh, coreutils and sed: the kit (make kit) runs it on any x86-64
 # Linux with nothing else installed.

@@ -104,12 +104,10 @@ r = rows.get(sys.argv[1])
 ok = " ".join(n for n, x in rows.items() if x.get("marked", True))
 print("unknown" if r is None else "yes" if r.get("marked", True) else "no", ok)' "$bench") ||
 		die "opbench --list --json failed in the build root"
+	# Refused: nothing ran, so no run is left behind.
 	case $marked in
-	no\ * | unknown\ *) rm -rf "$out" ;;	# nothing ran: leave no run behind
-	esac
-	case $marked in
-	no\ *) die "insn: $bench's samples are gaps between events, with no marked window for the profiler to count in; profile one of: ${marked#no }" ;;
-	unknown\ *) die "insn: opbench has no benchmark '$bench' (opbench --list)" ;;
+	no\ *) rm -rf "$out"; die "insn: $bench's samples are gaps between events, with no marked window for the profiler to count in; profile one of: ${marked#no }" ;;
+	unknown\ *) rm -rf "$out"; die "insn: opbench has no benchmark '$bench' (opbench --list)" ;;
 	esac
 fi
 echo "# host: $0 $mode $flavour $*" > "$out/commands.txt"

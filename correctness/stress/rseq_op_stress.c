@@ -266,13 +266,22 @@ static long held_count(void)
 	return ops_call(OB_PR_RSEQ_OPS_GET, 0, 0, 0);
 }
 
+/* -M: the entry of held[] for @node (its newest registration), or -1 */
+static int held_index(const void *node)
+{
+	int i;
+
+	for (i = nr_held - 1; i >= 0 && held[i].node != node; i--)
+		;
+	return i;
+}
+
 /* -M: the handle @node was registered with, or -1 */
 static long handle_of(const void *node)
 {
-	for (int i = nr_held - 1; i >= 0; i--)
-		if (held[i].node == node)
-			return held[i].handle;
-	return -1;
+	int i = held_index(node);
+
+	return i < 0 ? -1 : held[i].handle;
 }
 
 /* -M: the lowest handle this thread does not hold */
@@ -323,8 +332,7 @@ static long node_op(int cmd, const void *node, long a4, long a5)
 		nr_held++;
 		return 0;
 	}
-	for (i = nr_held - 1; i >= 0 && held[i].node != node; i--)
-		;
+	i = held_index(node);
 	h = ops_call(OB_PR_RSEQ_OPS_DEL, i < 0 ? free_handle() : held[i].handle, a4, a5);
 	if (!h && i >= 0)
 		held[i] = held[--nr_held];
