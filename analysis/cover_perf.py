@@ -66,10 +66,11 @@ def section(a):
     slopes = a["walk_slopes"]
     if slopes:
         out += ["", "The walk, %s per operation per walk (fit of a + b*N "
-                "per boot):" % unit, ""]
+                "per boot, over the N given):" % unit, ""]
         for s in slopes:
-            out.append("  %-8s %9.3f  %s" % (s["bench"], s["value"],
-                                             rep.ci(s["ci"])))
+            out.append("  %-8s %9.3f  %-20s N = %d..%d" % (
+                s["bench"], s["value"], rep.ci(s["ci"]), s["ns"][0],
+                s["ns"][1]))
     walks = [c for c in a.get("cross", [])
              if c["kind"] == "walk-stretch" and c.get("value") is not None]
     if walks:

@@ -52,7 +52,7 @@ def per_walk(m, walks):
             "k": m["k"], "walk_max": _div(m.get("walk_max"), walks),
             "walk_max_ci": ([c / walks for c in m["walk_max_ci"]]
                             if m.get("walk_max_ci") else None),
-            "n_max": m["ns"][-1]}
+            "n_min": m["ns"][0], "n_max": m["ns"][-1]}
 
 
 def diff_per_walk(c, walks):
@@ -74,7 +74,8 @@ def slope_per_walk(a, bench, fl="ops", per_loop=False):
     if not m or not g["walks_per_loop"]:
         return None
     s = per_walk(m, 1) if per_loop else g["per_walk"][fl]
-    return {"value": s["value"], "ci": s["ci"], "k": s["k"], "bench": bench}
+    return {"value": s["value"], "ci": s["ci"], "k": s["k"], "bench": bench,
+            "ns": [m["ns"][0], m["ns"][-1]]}
 
 
 def walk_ns(ns, bound):

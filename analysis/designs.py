@@ -99,6 +99,8 @@ def analyse(a, compare=None):
            "missing": [],
            "loops": a.get("walker_loops", {}), "target": TARGET_RATIO}
     out["common_ns"] = {}
+    # Per bench, the designs fitted from N > 1 (their FIT_FROM).
+    out["fit_from"] = {}
     for bench in a.get("walk_benches", WALK_BENCHES):
         g = group(a, bench)
         if not g:
@@ -109,6 +111,9 @@ def analyse(a, compare=None):
         sfx = "_common" if g.get("common_ns") else ""
         if sfx:
             out["common_ns"][bench] = g["common_ns"]
+        if g.get("fit_from"):
+            out["fit_from"][bench] = {f: n for f, n in g["fit_from"].items()
+                                      if f in fls}
         for fl in fls:
             s = g["per_walk" + sfx].get(fl)
             if s:

@@ -93,6 +93,18 @@ def designs_lines(d, a):
                                       ", ".join(sorted(bs)),
                                       ",".join(str(n) for n in ns)),
                 WIDTH, subsequent_indent="    ")
+        starts = {}
+        for b, per in d.get("fit_from", {}).items():
+            for fl, n in per.items():
+                starts.setdefault(n, set()).add(fl)
+        for n, fs in sorted(starts.items()):
+            lines += textwrap.wrap(
+                "  %s: fitted from N = %d, in every walk benchmark (their "
+                "declarations' FIT_FROM): a single operation takes a path "
+                "of its own, off the line through the others; what it "
+                "costs is the N = 1 table below." % (
+                    ", ".join(f for f in fls if f in fs), n),
+                WIDTH, subsequent_indent="    ")
         lines.append("  %-8s %-10s %10s  %s" % ("bench", "design", "slope",
                                                 CI_HEAD))
         miss = {(m["bench"], m["flavour"]): m["why"]

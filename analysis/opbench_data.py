@@ -195,7 +195,16 @@ def fit_models(g, suffix, fl, sub, key, extra, clock, tag=()):
         g["per_walk_mean" + suffix][fl] = per_walk(mmodel, walks)
 
 
-def common_models(g, cells, gkey, flavours, col, clock):
+def fit_from(decls, fl, walks):
+    """The smallest N a flavour's walk is fitted from: its declaration's
+    FIT_FROM (2 where one operation takes a path of its own, off the line
+    through the others) in a benchmark with walks per loop, else 1."""
+    if not walks:
+        return 1
+    return int(((decls or {}).get(fl) or {}).get("fit_from") or 1)
+
+
+def common_models(g, cells, gkey, flavours, col, clock, start):
     """When the flavours of a group measured different N (a design whose
     limit is lower: min stops at 64), the same models fitted over the N
     >= 1 they all measured, so that designs are compared on one range:
@@ -203,8 +212,9 @@ def common_models(g, cells, gkey, flavours, col, clock):
     "per_walk_mean_common" by flavour. A fit over a wider range takes in
     what the walk costs up there (ops' chunks above 64), which the other
     design never ran. Nothing when every flavour measured the same N, or
-    fewer than two are shared."""
-    sets = [set(k[4] for k in cells if k[3] == fl and k[4] >= 1)
+    fewer than two are shared. START: {flavour: the smallest N it is
+    fitted from} (fit_from)."""
+    sets = [set(k[4] for k in cells if k[3] == fl and k[4] >= start[fl])
             for fl in flavours]
     sets = [s for s in sets if len(s) >= 2]
     if len(sets) < 2:
@@ -217,7 +227,7 @@ def common_models(g, cells, gkey, flavours, col, clock):
         g[name] = {}
     for fl in flavours:
         sub = {n: cells[gkey + (fl, n)] for n in [0] + g["common_ns"]
-               if gkey + (fl, n) in cells}
+               if gkey + (fl, n) in cells and (n == 0 or n >= start[fl])}
         fit_models(g, "_common", fl, sub, gkey + (fl,), col["extra"], clock,
                    ("common",))
 
@@ -250,6 +260,8 @@ def analyse(run):
              or LEGACY_IRQS_OFF_MAX)
     limit = ((run.get("index") or {}).get("list_limit")
              or LEGACY_LIST_LIMIT)
+    # The flavours' declarations the run was planned with (FIT_FROM).
+    decls = (run.get("index") or {}).get("flavour_decls")
     out = {"run": run["name"], "dir": run["dir"], "accel": accel,
            "header": header_facts(run), "mission_ns": list(mission_ns(limit)),
            "confidence": st.CONFIDENCE, "irqs_off_max": bound,
@@ -287,7 +299,7 @@ def analyse(run):
              "walks_per_loop": meta.get(bench, {}).get("walks_per_loop"),
              "better": meta.get(bench, {}).get("better", BETTER),
              "cells": [], "vs_reference": [], "vs_zero": {}, "cost": {},
-             "per_walk": {}, "per_walk_mean": {},
+             "per_walk": {}, "per_walk_mean": {}, "fit_from": {},
              "vs_rfc": [], "headline_excluded":
                  ICOUNT_EXCLUDED.get(bench) if accel == "icount" else None,
              "unsupported": sorted(
@@ -342,6 +354,7 @@ def analyse(run):
                                     gkey + ("ref", fl, n), family, ref, fl)
                 c.update({"flavour": fl, "nr_ops": n})
                 g["vs_reference"].append(c)
+        start = {fl: 1 for fl in flavours}
         for fl in flavours:
             ns = sorted(k[4] for k in cells if k[3] == fl)
             if 0 in ns and len(ns) >= 2:
@@ -358,9 +371,16 @@ def analyse(run):
                     c["nr_ops"] = n
                     rows.append(c)
                 g["vs_zero"][fl] = rows
-            fit_models(g, "", fl, {n: pb(fl, n) for n in ns}, gkey + (fl,),
-                       col["extra"], clock)
-        common_models(g, cells, gkey, flavours, col, clock)
+            # A flavour whose single operation takes a path of its own
+            # is fitted from N = 2 (its FIT_FROM); N = 1 stays in the
+            # cells and in vs_zero, where the designs section prints it.
+            start[fl] = fit_from(decls, fl, g["walks_per_loop"])
+            if start[fl] > 1:
+                g["fit_from"][fl] = start[fl]
+            fit_models(g, "", fl, {n: pb(fl, n) for n in ns
+                                   if n == 0 or n >= start[fl]},
+                       gkey + (fl,), col["extra"], clock)
+        common_models(g, cells, gkey, flavours, col, clock, start)
         # Ours against the RFC as posted, N by N and slope against slope.
         if "ops" in flavours and "rfc" in flavours:
             for n in sorted(k[4] for k in cells if k[3] == "ops"):

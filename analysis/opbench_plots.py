@@ -247,7 +247,7 @@ def per_op(a, outdir):
             # own (the designs section compares them on the N they share):
             # the bar says over which.
             txt = "%.1f" % b
-            if g.get("common_ns"):
+            if g.get("common_ns") or g.get("fit_from"):
                 txt += " (N=%d..%d)" % (m["ns"][0], m["ns"][-1])
             ax.annotate(txt, (end, pos), ha="left", va="center",
                         fontsize=8, xytext=(4, 0),

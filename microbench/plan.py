@@ -104,7 +104,8 @@ def read_declarations(path, keys, what):
 FLAVOURS_DIR = (os.environ.get("FLAVOURS_DIR") or
                 os.path.join(TOP, "kernel-patch", "flavours"))
 FLAVOUR_KEYS = ("SERIES", "FIXED", "EXTRA", "SEMANTICS", "VIA", "SELFTESTS",
-                "PRELOAD", "DESIGN", "LABEL", "COLOUR", "N0_EXPLAINED")
+                "PRELOAD", "DESIGN", "LABEL", "COLOUR", "N0_EXPLAINED",
+                "FIT_FROM")
 
 
 @functools.lru_cache(maxsize=None)
@@ -123,6 +124,12 @@ def flavour_decls():
                 raise PlanError("%s: DESIGN='%s': want its rank, a whole "
                                 "number" % (path, d["design"]))
             d["design"] = int(d["design"])
+        if d.get("fit_from"):
+            if not d["fit_from"].isdigit() or int(d["fit_from"]) < 1:
+                raise PlanError("%s: FIT_FROM='%s': want the smallest N of "
+                                "the slope's fit, a whole number >= 1"
+                                % (path, d["fit_from"]))
+            d["fit_from"] = int(d["fit_from"])
         out[f[:-len(".flavour")]] = d
     return out
 

@@ -136,7 +136,7 @@ split_flavour() {
 # $FLAVOURS_DIR/NAME.flavour where the environment names another
 # directory of declarations; empty when the flavour has no file or the
 # file does not set KEY. NAME may carry @TOOLCHAIN.
-FLAVOUR_KEYS="SERIES FIXED EXTRA SEMANTICS VIA SELFTESTS PRELOAD DESIGN LABEL COLOUR N0_EXPLAINED"
+FLAVOUR_KEYS="SERIES FIXED EXTRA SEMANTICS VIA SELFTESTS PRELOAD DESIGN LABEL COLOUR N0_EXPLAINED FIT_FROM"
 flavour_get() {
 	local f=${FLAVOURS_DIR:-$TOPDIR/kernel-patch/flavours}/${1%@*}.flavour
 	[ -f "$f" ] || return 0

@@ -398,3 +398,70 @@ def test_a_flavour_from_its_declaration_alone(tmp_path):
     slope = re.search(r"^  switch   mine +([0-9.]+)  \[", section, re.M)
     assert slope and abs(float(slope.group(1)) - 30.0) < 0.5, section[:2000]
     assert re.search(r"^  switch   mine     / ops  ", section, re.M)
+
+
+def test_a_one_operation_path_is_fitted_from_its_declaration(tmp_path):
+    """A flavour whose single operation takes a path of its own declares
+    FIT_FROM=2: its walk is fitted from N = 2, where the line holds, and
+    the report says so; N = 1 keeps its own figure. The same records
+    without the declaration bend the slope (N = 1 off the line)."""
+    import importlib.util
+    import shutil
+    spec = importlib.util.spec_from_file_location(
+        "synth", os.path.join(TOP, "tests", "data", "make-synthetic-run.py"))
+    synth = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(synth)
+    ns = [0, 1, 2, 8, 16]
+
+    def cost(bench, fl, n):
+        # Two walks a loop: 5 an operation from N = 2 on, over a fixed 40;
+        # one operation 14 (no loop), as series v4 stores it.
+        if n == 0 or fl == "baseline":
+            return 4456.0
+        return 4456.0 + 2 * (14.0 if n == 1 else 40.0 + 5.0 * n)
+
+    def slope_of(fit_from):
+        decls = tmp_path / ("flavours-%s" % fit_from)
+        shutil.copytree(os.path.join(TOP, "kernel-patch", "flavours"), decls)
+        if not fit_from:
+            # ops too, or the designs are compared on the N both fitted.
+            ops = decls / "ops.flavour"
+            ops.write_text("".join(ln for ln in ops.read_text().splitlines(
+                True) if not ln.startswith("FIT_FROM=")))
+        (decls / "mine.flavour").write_text(
+            "SERIES=kernel-patch/min\nFIXED=1\nSEMANTICS=handle\nVIA=min\n"
+            'DESIGN=9\nLABEL="one-op path"\nCOLOUR=tab:brown\n' +
+            ("FIT_FROM=%s\n" % fit_from if fit_from else ""))
+        out = tmp_path / ("run-%s" % fit_from)
+        r = index(out, 7, FLAVOURS="baseline ops mine", BOOTS="2",
+                  BENCHES="switch@0,1,2,8,16", FLAVOURS_DIR=str(decls))
+        assert r.returncode == 0, r.stderr
+        boots = [json.loads(b) for b in
+                 (out / "boots.jsonl").read_text().splitlines()]
+        rng = np.random.default_rng(7)
+        for i, b in enumerate(boots, 1):
+            fl = b["flavour"]
+            synth.write_boot(
+                str(out / b["dir"]), rng, i, fl, "icount", ("0123", "5"),
+                lambda shift, fl=fl: synth.boot_records(
+                    rng, "switch", fl, i, shift, ns, 3, cost, False))
+        r = subprocess.run([PY, os.path.join(TOP, "analysis", "analyze.py"),
+                            str(out), "-q"], capture_output=True, text=True,
+                           timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        text = (out / "analysis" / "report.txt").read_text()
+        section = text[text.index("Keep the operations in the kernel?"):]
+        slope = re.search(r"^  switch   mine +([0-9.]+)  \[", section, re.M)
+        assert slope, section[:2000]
+        return float(slope.group(1)), " ".join(section.split()), text
+
+    fitted, section, text = slope_of(2)
+    assert abs(fitted - 5.0) < 0.2, section[:2000]
+    assert "ops, mine: fitted from N = 2" in section
+    assert "Cost model on mine, N=2..16" in text
+    one = re.search(r"switch mine \+([0-9.]+) \[", section[
+        section.index("One operation against none"):])
+    assert one and abs(float(one.group(1)) - 14.0) < 1.0, section
+    bent, section, _ = slope_of(None)
+    assert "fitted from N = 2" not in section
+    assert bent > fitted + 0.5, (bent, fitted)
