@@ -8,13 +8,19 @@ Usage: merge_runs.py OUT RUN...   (make merge RUNS="RUN..." [OUT=...])
 
 A test box runs one kernel at a time: the unpatched one, then, after a
 reboot, a package of make deb, and so on. Each run holds that kernel's
-repetitions (rep-<i>-<label>/). The merged run holds every repetition,
-renumbered in the order they started, and pairs the k-th repetition of
-each kernel as round k (provenance boot_rounds), as the analysis pairs a
-round's boots in time. Alternate the kernels over several reboots with
-a few repetitions each (REPS=1 or 2) and those rounds are close in time;
-one long run per kernel pairs repetitions hours apart, and a drift of
-the box between the sessions enters the comparison.
+repetitions (rep-<i>-<label>/), each recording the boot it ran in (the
+kernel's boot_id; a run from before that is one boot, as a run cannot
+outlive its boot). The merged run holds every repetition, renumbered in
+the order they started; the unit it compares is the boot, not the
+repetition: every boot moves all its figures by a few per cent, so
+repetitions of one boot are one value (provenance boot_units: the
+analysis pools them, opbench_io.load), and the k-th boot of each kernel
+is paired with the others' k-th as round k (boot_rounds). Pairing
+repetitions instead took the boot effect for a difference between the
+kernels (tests/test_native.py simulates both). Alternate the kernels
+over reboots (A B B A A B ...: a steady drift cancels across the pairs);
+a kernel with fewer than MIN_BOOTS boots is marked (few_boots), and the
+report's header says so.
 
 Refused: runs of another runner, runs of different plans, programs or
 machines (the provenance's plan, opbench/tcmodel hashes, CPU model and
@@ -39,21 +45,28 @@ SAME = ("ops", "benches", "cells_sha256", "perf_bench", "opbench_sha256",
         "tcmodel_sha256", "host_cpu", "host_cpus")
 # Lines the merged provenance writes itself.
 OWN = ("runner", "reference", "aa", "boot_order", "boot_rounds",
-       "boots_per_flavour", "seed", "merged_from")
+       "boot_units", "boots_per_flavour", "machine_boots", "few_boots",
+       "seed", "merged_from")
 UNPATCHED = "native"
+# The boots of each kernel below which a merge is marked: with a boot
+# effect of a few per cent, fewer boots resolve nothing smaller.
+MIN_BOOTS = 5
 
 
 def reps_of(run):
-    """A native run's repetitions: [(started, index, label, path)]."""
+    """A native run's repetitions: [(started, index, label, path, boot)],
+    boot the machine boot it ran in: its native.json's boot_id, or the run
+    itself for a run that did not record one (one run, one boot)."""
     out = []
     for name in os.listdir(run):
         m = BOOT_RE.match(name)
         path = os.path.join(run, name)
         if not m or not name.startswith("rep-") or not os.path.isdir(path):
             continue
-        started = read_json(os.path.join(path, "native.json")).get(
-            "started", "")
-        out.append((started, int(m.group(1)), m.group(2), path))
+        nj = read_json(os.path.join(path, "native.json"))
+        boot = nj.get("boot_id") or "run:" + os.path.realpath(run)
+        out.append((nj.get("started", ""), int(m.group(1)), m.group(2), path,
+                    boot))
     return sorted(out, key=lambda r: r[1])
 
 
@@ -64,7 +77,7 @@ KERNEL = ("kernel_release", "kernel_version", "series_hash", "config_hash")
 def check_reps(reps):
     """Refuse a repetition that did not finish: no records, a timeout, or
     no start time to order it by."""
-    for started, _, _, path in reps:
+    for started, _, _, path, _ in reps:
         if not os.path.exists(os.path.join(path, "opbench.json")):
             raise ResultsError("%s has no opbench.json: the repetition did "
                                "not run; merge runs that finished" % path)
@@ -82,7 +95,7 @@ def check_kernels(reps):
     updated between sessions is still labelled native)."""
     seen = {}
     for run_reps in reps:
-        for _, _, label, path in run_reps:
+        for _, _, label, path, _ in run_reps:
             k = read_kv(os.path.join(path, "kernel-provenance"))
             ident = tuple(k.get(x, "?") for x in KERNEL)
             first = seen.setdefault(label, (ident, path))
@@ -134,7 +147,27 @@ def check(runs):
     return provs, reps
 
 
-def merged_provenance(runs, provs, order, rounds, labels):
+def boot_rounds(reps):
+    """reps in the order they ran, [(started, run, index, label, path,
+    boot)]: per repetition its unit (the merged index of its boot's first
+    repetition: a label in one boot is one value) and its round (the
+    ordinal of that boot among its label's boots, in the order they first
+    ran); and {label: boots}."""
+    units, rounds, first, ordinal = [], [], {}, {}
+    for i, r in enumerate(reps, 1):
+        label, boot = r[3], r[5]
+        if (label, boot) not in first:
+            first[(label, boot)] = i
+            ordinal[(label, boot)] = sum(1 for x in first if x[0] == label) - 1
+        units.append(first[(label, boot)])
+        rounds.append(ordinal[(label, boot)])
+    boots = {}
+    for label, _ in first:
+        boots[label] = boots.get(label, 0) + 1
+    return units, rounds, boots
+
+
+def merged_provenance(runs, provs, order, rounds, labels, units, boots):
     lines = ["runner=native"]
     ref = UNPATCHED if UNPATCHED in labels else provs[0].get(
         "reference", labels[0])
@@ -143,8 +176,14 @@ def merged_provenance(runs, provs, order, rounds, labels):
     lines.append("aa=%s" % aa)
     lines.append("boot_order=%s" % " ".join(order))
     lines.append("boot_rounds=%s" % " ".join(str(r) for r in rounds))
-    lines.append("boots_per_flavour=%d" % max(order.count(x)
-                                              for x in labels))
+    lines.append("boot_units=%s" % " ".join(str(u) for u in units))
+    lines.append("boots_per_flavour=%d" % max(boots[x] for x in labels))
+    lines.append("machine_boots=%s" % " ".join(
+        "%s:%d" % (x, boots[x]) for x in labels))
+    few = [x for x in labels if boots[x] < MIN_BOOTS]
+    if few:
+        lines.append("few_boots=%s" % " ".join(
+            "%s:%d" % (x, boots[x]) for x in few))
     lines.append("seed=%s" % " ".join(p.get("seed", "?") for p in provs))
     lines.append("merged_from=%s" % " ".join(os.path.abspath(r)
                                              for r in runs))
@@ -167,18 +206,17 @@ def merge(out, runs):
     if len(runs) < 2:
         raise ResultsError("name at least two runs to merge")
     provs, run_reps = check(runs)
-    reps = [(started, k, i, label, path)
+    reps = [(started, k, i, label, path, boot)
             for k, rr in enumerate(run_reps)
-            for started, i, label, path in rr]
+            for started, i, label, path, boot in rr]
     # In the order they ran (a run's own order for one start time).
     reps.sort(key=lambda r: (r[0], r[1], r[2]))
-    labels, order, rounds, seen = [], [], [], {}
-    for _, _, _, label, _ in reps:
-        if label not in labels:
-            labels.append(label)
-        order.append(label)
-        rounds.append(seen.get(label, 0))
-        seen[label] = seen.get(label, 0) + 1
+    labels, order = [], []
+    for r in reps:
+        if r[3] not in labels:
+            labels.append(r[3])
+        order.append(r[3])
+    units, rounds, boots = boot_rounds(reps)
     if len(labels) < 2:
         raise ResultsError("every run is of one kernel (%s): nothing to "
                            "compare; merge runs of different kernels, or "
@@ -188,17 +226,18 @@ def merge(out, runs):
     tmp = tempfile.mkdtemp(dir=parent, prefix=os.path.basename(
         out.rstrip("/")) + ".merging-")
     try:
-        for i, (_, _, _, label, path) in enumerate(reps, 1):
+        for i, (_, _, _, label, path, _) in enumerate(reps, 1):
             shutil.copytree(path, os.path.join(tmp, "rep-%d-%s" % (i, label)))
         with open(os.path.join(tmp, "provenance"), "w") as f:
-            f.write(merged_provenance(runs, provs, order, rounds, labels))
+            f.write(merged_provenance(runs, provs, order, rounds, labels,
+                                      units, boots))
         if os.path.exists(out):
             os.rmdir(out)
         os.rename(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return labels, order
+    return labels, order, boots
 
 
 def main(argv):
@@ -207,13 +246,21 @@ def main(argv):
               "on one machine, a kernel each)", file=sys.stderr)
         return 2
     try:
-        labels, order = merge(argv[1], argv[2:])
+        labels, order, boots = merge(argv[1], argv[2:])
     except ResultsError as e:
         print("merge_runs: %s" % e, file=sys.stderr)
         return 2
     print("merge_runs: %d repetitions of %s into %s" % (
         len(order), ", ".join("%s (%d)" % (x, order.count(x))
                               for x in labels), argv[1]), file=sys.stderr)
+    print("merge_runs: the unit compared is the boot: %s" % ", ".join(
+        "%s %d" % (x, boots[x]) for x in labels), file=sys.stderr)
+    few = [x for x in labels if boots[x] < MIN_BOOTS]
+    if few:
+        print("merge_runs: fewer than %d boots of %s: a difference of a few "
+              "per cent between boots is not resolved; the report's header "
+              "says so (run the kit over more reboots)" % (
+                  MIN_BOOTS, ", ".join(few)), file=sys.stderr)
     print(argv[1])
     return 0
 

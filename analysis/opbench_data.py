@@ -515,6 +515,13 @@ def header_facts(run):
             "incomplete": run.get("incomplete"),
             "plan": p.get("plan", p.get("profile")),
             "boot_order": [b["flavour"] for b in boots],
+            # A merged native run pools each boot's repetitions
+            # (opbench_io._pool_units): how many there were, and the
+            # kernels with fewer boots than the merge wants.
+            "repetitions": sum(len(b.get("reps") or [0]) for b in boots),
+            "pooled": any(len(b.get("reps") or []) > 1 for b in boots)
+            or bool(p.get("boot_units")),
+            "few_boots": p.get("few_boots", ""),
             "not_run": run.get("not_run", []),
             "kernel": first["kernel"], "flavours": flavours,
             "compilers": [list(c) for c in compilers],

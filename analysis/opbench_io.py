@@ -416,6 +416,36 @@ def _variant_boots(boot, d):
             if fl and fl != boot["flavour"]]
 
 
+def _pool_units(boots, units):
+    """A merged native run's repetitions pooled by boot (provenance
+    boot_units, analysis/merge_runs.py: per repetition, the index of its
+    boot's first): one entry a boot, under that first repetition's index
+    and directory, holding every record of the boot's repetitions
+    (reps: their indices), so that a boot is one value wherever the
+    analysis takes a median a boot. Unchanged without boot_units, or
+    when they do not name the boots there are."""
+    units = units.split()
+    if not units or not all(u.isdigit() for u in units) or \
+            len(units) < max((b["index"] for b in boots), default=0):
+        return boots
+    out = {}
+    for b in boots:
+        u = int(units[b["index"] - 1])
+        key = (u, b["flavour"])
+        if key not in out:
+            out[key] = dict(b, reps=[b["index"]], records=list(b["records"]),
+                            tcmodel=(list(b["tcmodel"]) if b["tcmodel"]
+                                     is not None else None))
+            continue
+        o = out[key]
+        o["reps"].append(b["index"])
+        o["records"] += b["records"]
+        if b["tcmodel"] is not None:
+            o["tcmodel"] = (o["tcmodel"] or []) + b["tcmodel"]
+        o["tsc_lines"] = o["tsc_lines"] + b["tsc_lines"]
+    return sorted(out.values(), key=lambda b: b["index"])
+
+
 def load(rdir):
     """The run in rdir: provenance, boots and their records, the walker
     loops and the walks counted by tracing."""
@@ -447,6 +477,8 @@ def load(rdir):
             boots.append(_boot(d, m))
             boots += _variant_boots(boots[-1], d)
     boots.sort(key=lambda b: b["index"])
+    prov = read_kv(os.path.join(rdir, "provenance"))
+    boots = _pool_units(boots, prov.get("boot_units", ""))
     if not boots:
         raise ResultsError("%s has no boot-<n>-<flavour>/ or rep-<n>-<label>/ "
                            "directories: not a results directory of make "
@@ -458,8 +490,7 @@ def load(rdir):
         os.path.abspath(rdir)),
             "index": index["run"] if index is not None else None,
             "not_run": not_run,
-            "provenance": read_kv(
-            os.path.join(rdir, "provenance")), "boots": boots,
+            "provenance": prov, "boots": boots,
             "manifest": read_kv(os.path.join(rdir, "manifest")),
             "incomplete": (read_kv(os.path.join(rdir, INCOMPLETE))
                            if os.path.exists(os.path.join(rdir, INCOMPLETE))

@@ -49,14 +49,31 @@ def header(a):
     native = h["runner"] == "native"
     lines += field("Run", "plan %s; %d %s in order %s; %s%s" % (
         _q(h["plan"]), len(h["boot_order"]),
-        "repetitions" if native else "boots", " ".join(h["boot_order"]),
+        "boots" if not native or h["pooled"] else "repetitions",
+        " ".join(h["boot_order"]),
         p.get("ops", ""), "; planned and not run: %s" % " ".join(
             h["not_run"]) if h.get("not_run") else ""))
-    if native:
+    if native and h["pooled"]:
+        lines += field("Runner", "native, merged: the plan's programs on "
+                       "a test box's running kernels, no QEMU, no tracing; "
+                       "%d repetitions in %d boots, a boot's repetitions "
+                       "pooled into one value (a boot moves all its figures "
+                       "alike): \"boot\" below means a boot of the box, "
+                       "paired with the other kernels' boot of the same "
+                       "rank" % (h["repetitions"], len(h["boot_order"])))
+    elif native:
         lines += field("Runner", "native: the plan's programs on this "
                        "machine's running kernel, no QEMU, no tracing; each "
                        "repetition is one run of them and stands for a "
                        "boot: \"boot\" below means repetition")
+    if h["few_boots"]:
+        lines += field("WARNING", "fewer than 5 boots of %s: with a boot "
+                       "effect of a few per cent, a difference that small "
+                       "between kernels is not resolved; alternate the "
+                       "kernels over more reboots (the kit's README, step "
+                       "4)" % ", ".join(
+                           x.replace(":", " (") + ")"
+                           for x in h["few_boots"].split()))
     lines += field("Kernel", "%s %s; preempt=%s, mitigations=%s, "
                    "config %s (%s)" % (
                        k.get("source_package", "?"),

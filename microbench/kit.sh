@@ -42,8 +42,11 @@ cp "$TOPDIR/microbench/native-run.sh" "$TOPDIR/microbench/guest-bench.sh" \
 "$PYTHON" "$TOPDIR/microbench/plan.py" cells "$plan" --benches "$k/bin/benches.json" \
 	> "$k/bin/plan.cells" || die "planning the cells of plan $plan failed"
 
-# The plan: each line sets its variable unless the caller did; BOOTS is
-# the number of repetitions (REPS) here.
+kit_boots=$(( BOOTS > 5 ? BOOTS : 5 ))
+# The plan: each line sets its variable unless the caller did. One
+# repetition a run (REPS=1): a test box compares kernels over boots, one
+# run a boot (make merge takes each boot as one value), so the plan's
+# BOOTS is the number of boots of each kernel the README asks for.
 {
 	echo "# The plan '$plan' (${PLAN_FILE#"$TOPDIR"/}) as the kit was made;"
 	echo "# a variable set in the environment wins over its line, but for"
@@ -62,7 +65,9 @@ cp "$TOPDIR/microbench/native-run.sh" "$TOPDIR/microbench/guest-bench.sh" \
 		esac
 		echo "export $v"
 	done
-	printf ': "${REPS=%s}"\nexport REPS\n' "$BOOTS"
+	printf ': "${REPS=1}"\nexport REPS\n'
+	printf '# Boots of each kernel make merge wants (the plan'"'"'s BOOTS; at least 5).\n'
+	printf 'KIT_BOOTS=%s\n' "$kit_boots"
 } > "$k/plan.env"
 
 {
@@ -117,7 +122,8 @@ loaded into the kernel or taken offline.
        sh bin/host-state.sh --advice   # what to change first
        sh run.sh                       # results-<host>-<release>-<date>/
    A variable set in the environment overrides the plan (plan.env):
-   REPS=10 for more repetitions, AA=1 to compare the kernel with itself,
+   REPS=3 for more repetitions in this boot (they count as one value
+   when kernels are compared: step 4), AA=1 to compare the kernel with itself,
    CPU=3 to pin the measured thread, SEED=n to repeat an order. The
    cells (BENCHES, SWEEP, TYPES) were planned when the kit was made
    (bin/plan.cells): make kit BENCHES=... SWEEP=... for others.
@@ -126,14 +132,17 @@ loaded into the kernel or taken offline.
    that state.
 3. Copy the results directory back and run, in the project:
        make report RESULTS=<the directory>
-4. To compare kernels: one run per boot, alternating the kernels over
-   several reboots (REPS=1 or 2 each: the unpatched kernel, the
-   package, the unpatched kernel, ...), then, in the project:
+4. To compare kernels: one run per boot, over at least $kit_boots boots
+   of each kernel (KIT_BOOTS in plan.env), in the order A B B A A B B A ...
+   (A the unpatched kernel, B the package: reboot between runs), then,
+   in the project:
        make merge RUNS="<dir> <dir> ..."    # prints the merged run
        make report RESULTS=<the merged run>
-   The k-th repetition of each kernel is paired with the others' k-th:
-   alternating keeps those close in time, so that the box's drift
-   between sessions stays out of the comparison.
+   A boot is the unit: its repetitions are one value (a boot moves every
+   figure of it by a few per cent), and the k-th boot of each kernel is
+   paired with the others' k-th. The order A B B A cancels a steady
+   drift of the box across the pairs; fewer than 5 boots of a kernel
+   are marked in the report's header.
 
 Made at project commit $(git -C "$TOPDIR" rev-parse --short HEAD 2>/dev/null || echo unknown); see provenance.
 EOF

@@ -150,6 +150,9 @@ kernel_provenance() {
 	case $(uname -v) in *PREEMPT_RT*) echo "preempt=rt" ;; *PREEMPT_DYNAMIC*) echo "preempt=dynamic" ;; *PREEMPT*) echo "preempt=full" ;; *) echo "preempt=other" ;; esac
 }
 
+boot_id=$(tr -dc '0-9a-f-' < /proc/sys/kernel/random/boot_id 2>/dev/null) || boot_id=
+[ -n "$boot_id" ] || log "no /proc/sys/kernel/random/boot_id: make merge will take this run as one boot"
+
 # One kernel for every repetition: its provenance is read once.
 kernel_provenance > "$out/kernel-provenance"
 rc=0
@@ -162,9 +165,11 @@ for f in $order; do
 	# Never into an existing directory: another runner's, or an earlier run.
 	mkdir "$d" || die "cannot make $d (another run in $out?)"
 	cp "$out/kernel-provenance" "$out/host-state" "$d/"
-	printf '{"runner": "native", "kernel_release": "%s", "label": "%s", "reference": %s, "started": "%s", "timeout_s": %s}\n' \
+	# The boot it ran in (the kernel's boot_id, new at every boot): make
+	# merge takes a boot, not a repetition, as the unit it compares.
+	printf '{"runner": "native", "kernel_release": "%s", "label": "%s", "reference": %s, "started": "%s", "boot_id": "%s", "timeout_s": %s}\n' \
 		"$rel" "$f" "$([ "$f" = "$label" ] && echo true || echo false)" \
-		"$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$tmo" > "$d/native.json"
+		"$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$boot_id" "$tmo" > "$d/native.json"
 	log "[repetition $i/$n] $f"
 	# The plan's cells (microbench/plan.py) in an order drawn from the
 	# repetition's seed, every type of one word together.

@@ -253,35 +253,71 @@ def merge_runs(out, *runs):
                           capture_output=True, text=True)
 
 
+def set_boot(run, boot_id):
+    """The repetitions of a run as if it ran in boot BOOT_ID (a test box
+    reboots between sessions; this machine cannot)."""
+    for nj in glob.glob(os.path.join(str(run), "rep-*", "native.json")):
+        with open(nj) as f:
+            d = json.load(f)
+        d["boot_id"] = boot_id
+        with open(nj, "w") as f:
+            json.dump(d, f)
+
+
 def test_box_sessions_merged_into_one_comparison(kit, tmp_path):
     """A test box runs one kernel a boot: twice the unpatched one, then
     twice a package of make deb (a BOOT_DIR stands for its /boot).
     merge_runs makes one run of them, every repetition renumbered in the
-    order it ran, the k-th of each kernel paired as round k (not the
+    order it ran, the k-th boot of each kernel paired as round k (not the
     rounds of an interleaved run, which this order would give wrongly),
-    and the report compares the kernels; the inputs are not changed."""
+    and the report compares the kernels; the inputs are not changed.
+    Each repetition records its boot; here every session ran in this
+    machine's one boot, so the sessions are given boots of their own."""
     plan = dict(BENCHES="syscall switch", SWEEP="0", REPS="1")
     box = box_boot(tmp_path, "box-boot")
     runs = []
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        here = f.read().strip()
     for k, env in enumerate(({}, {}, {"BOOT_DIR": box}, {"BOOT_DIR": box})):
         runs.append(tmp_path / ("session-%d" % k))
         r = native(kit, runs[-1], SEED=str(20 + k), **dict(plan, **env))
         load_only(r, runs[-1])
+        nj = glob.glob(os.path.join(str(runs[-1]), "rep-*", "native.json"))
+        assert json.load(open(nj[0]))["boot_id"] == here
+        set_boot(runs[-1], "boot-%d" % k)
     before = {str(p): sorted(os.listdir(p)) for p in runs}
     merged = tmp_path / "merged"
     r = merge_runs(merged, *runs)
     assert r.returncode == 0, r.stderr
     assert "4 repetitions of native (2), ops (2)" in r.stderr
+    assert "the unit compared is the boot: native 2, ops 2" in r.stderr
+    assert "fewer than 5 boots of native, ops" in r.stderr
     assert sorted(os.listdir(merged)) == [
         "provenance", "rep-1-native", "rep-2-native", "rep-3-ops",
         "rep-4-ops"]
     prov = (merged / "provenance").read_text()
     assert "boot_order=native native ops ops\n" in prov
     assert "boot_rounds=0 1 0 1\n" in prov
+    assert "boot_units=1 2 3 4\n" in prov
+    assert "few_boots=native:2 ops:2\n" in prov
     assert "reference=native\n" in prov and "seed=20 21 22 23\n" in prov
     assert {str(p): sorted(os.listdir(p)) for p in runs} == before
     assert opbench_data.rounds_of(opbench_data.load(str(merged))) == \
         {1: 0, 2: 1, 3: 0, 4: 1}
+    # Two sessions of a kernel in one boot are one value.
+    set_boot(runs[1], "boot-0")
+    one = tmp_path / "merged-one-boot"
+    r = merge_runs(one, *runs)
+    assert r.returncode == 0, r.stderr
+    prov = (one / "provenance").read_text()
+    assert "boot_rounds=0 0 0 1\n" in prov and "boot_units=1 1 3 4\n" in prov
+    run = opbench_data.load(str(one))
+    assert [(b["index"], b.get("reps")) for b in run["boots"]] == \
+        [(1, [1, 2]), (3, [3]), (4, [4])]
+    assert len(run["boots"][0]["records"]) == sum(
+        len(opbench_data.load(str(x))["boots"][0]["records"])
+        for x in runs[:2])
+    set_boot(runs[1], "boot-1")
     r, a, text = analyse(str(merged))
     gone = disturbed_only(r, a, "native merge")
     assert a["unit"] == "ns" and a["reference"] == "native"
@@ -294,6 +330,9 @@ def test_box_sessions_merged_into_one_comparison(kit, tmp_path):
             want.remove((b, "ops", 0))
     assert rows == want, (rows, gone)
     assert "merged from 4 runs" in " ".join(text.split())
+    joined = " ".join(text.split())
+    assert "4 repetitions in 4 boots" in joined
+    assert "WARNING fewer than 5 boots of native (2), ops (2)" in joined
 
 
 def test_merge_refusals(kit, tmp_path):
@@ -542,6 +581,12 @@ def test_kit_runs_alone_and_reports(tmp_path):
     cells = (box / "rseq-opbench-kit" / "bin" / "plan.cells").read_text()
     assert cells == \
         "syscall syscall 0,1 default any\nsignal signal 0,1 default any\n"
+    # One repetition a boot unless told (a boot is the unit compared),
+    # and the boots of each kernel make merge wants.
+    pe = (box / "rseq-opbench-kit" / "plan.env").read_text()
+    assert ': "${REPS=1}"' in pe and "\nKIT_BOOTS=5\n" in pe, pe
+    assert "over at least 5 boots" in " ".join(
+        (box / "rseq-opbench-kit" / "README").read_text().split())
     env = {"PATH": "/usr/bin:/bin", "LOOPS": "200", "SAMPLES": "3",
            "REPS": "2", "PERF_BENCH": "0"}
     # Other cells at run time are refused, not silently ignored.
@@ -557,6 +602,10 @@ def test_kit_runs_alone_and_reports(tmp_path):
                        env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     prov = (res / "provenance").read_text()
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        here = f.read().strip()
+    for nj in glob.glob(str(res / "rep-*" / "native.json")):
+        assert json.load(open(nj))["boot_id"] == here
     assert "plan=quick" in prov and "kit_plan=quick" in prov
     assert "runner=native" in prov
     r = subprocess.run(["make", "-s", "report", "RESULTS=%s" % res], cwd=TOP,
@@ -612,3 +661,65 @@ def test_deb_holds_the_flavours_kernel(tmp_path, kit):
     kp = open(os.path.join(rep, "kernel-provenance")).read()
     assert "series_hash=%s\n" % prov["series_hash"] in kp
     assert "reference=ops\n" in (run / "provenance").read_text()
+
+
+def _aa_verdicts(pool_boots, trials=400, seed=5):
+    """How often a merged A/A (two labels of one kernel) is called
+    different: sessions A B B A A B B A A B, each one boot of the box with
+    three repetitions; a boot moves all its figures by a factor drawn
+    with sd 4 %, the box drifts 1 % a session, a repetition's median
+    0.3 %. Through the production path: merge_runs.boot_rounds gives each
+    repetition its unit and round, opbench_io._pool_units pools a boot's
+    repetitions (pool_boots) or not (the old pairing: the k-th repetition
+    of each label as round k), opbench_data.compare_kernels compares."""
+    import numpy as np
+    import merge_runs
+    import opbench_io
+    rng = np.random.default_rng(seed)
+    order = "ABBAABBAAB"
+    calls = 0
+    for _ in range(trials):
+        reps, boots = [], []
+        for s, label in enumerate(order):
+            level = 1000.0 * (1 + rng.normal(0, 0.04)) * (1 + 0.01 * s)
+            for _ in range(3):
+                i = len(reps) + 1
+                reps.append(("t%03d" % i, 0, i, label, "", "boot-%d" % s))
+                boots.append({"index": i, "flavour": label, "tcmodel": None,
+                              "tsc_lines": [], "records": list(
+                                  level * (1 + rng.normal(0, 0.003))
+                                  + rng.normal(0, 0.5, 5))})
+        units, rounds, _ = merge_runs.boot_rounds(reps)
+        if pool_boots:
+            run = {"boots": opbench_io._pool_units(
+                boots, " ".join(map(str, units))),
+                "provenance": {"boot_order": " ".join(order[(i - 1) // 3]
+                                                      for i in units),
+                               "boot_rounds": " ".join(map(str, rounds))}}
+        else:
+            seen, old = {}, []
+            for r in reps:
+                old.append(seen.get(r[3], 0))
+                seen[r[3]] = old[-1] + 1
+            run = {"boots": boots, "provenance": {
+                "boot_order": " ".join(r[3] for r in reps),
+                "boot_rounds": " ".join(map(str, old))}}
+        rnd = opbench_data.rounds_of(run)
+        cell = {lab: {b["index"]: b["records"] for b in run["boots"]
+                      if b["flavour"] == lab} for lab in "AB"}
+        c = opbench_data.compare_kernels(False, rnd, cell["A"], cell["B"],
+                                         ("aa",))
+        calls += c["verdict"] == "difference"
+    return calls / trials
+
+
+def test_merged_aa_called_different_at_the_level():
+    """A merged A/A of simulated test-box sessions, with a boot effect and
+    a drift between sessions, is called different at most at the
+    comparison's level (5 %; the bound below is 3 binomial sd above it for
+    400 trials); pairing repetitions, as the merge did before it knew
+    boots, calls the same A/A different far more often."""
+    new = _aa_verdicts(True)
+    old = _aa_verdicts(False)
+    assert new <= 0.05 + 3 * (0.05 * 0.95 / 400) ** 0.5, new
+    assert old > 0.2, old
