@@ -401,6 +401,15 @@ def analyse(run):
                 out["mission"].append(dict(c, bench=bench, op_type=op_type,
                                            reg=reg))
         out["groups"].append(g)
+    # The headline's rows are the primary comparisons (N = 0, 1 and the
+    # limit against the unpatched kernel): their marks, adjusted for
+    # their number (Holm), beside the marks each row has alone; every
+    # other table of the report is exploratory.
+    for c, p in zip(out["mission"], st.holm(
+            [c.get("p") for c in out["mission"]])):
+        c["p_holm"] = p
+        c["holm"] = (c["verdict"] == "difference" and p is not None
+                     and p < 1 - st.CONFIDENCE)
     out["tsc_calibration"] = tsc_calibration(out["tsc_lines"])
     out["cross"] = cross_checks(out)
     out["walk_benches"] = walk_benches(run.get("index"))

@@ -370,15 +370,38 @@ def mission_lines(a):
             c["bench"][:8], c["flavour"][:7], c["nr_ops"],
             num(c["diff"], True), interval(c),
             pct(c["ratio"]) if c.get("ratio") is not None else "-",
-            MARK[c["verdict"]]))
+            MARK[c["verdict"]] + ("*" if c.get("holm") else "")))
     if not a["mission"]:
         lines.append("  (no flavour beside %s measured)" % a["reference"])
+    tested = [c for c in a["mission"] if c.get("p_holm") is not None]
+    marked = sum(1 for c in tested if c["verdict"] == "difference")
     lines += indented(
         "* difference at %s confidence; blank: none proven. Intervals: "
         "%s; \"same in all boots\": every "
         "boot gave this figure exactly. %s" % (
             CONF, a["comparison"],
             "" if a["accel"] != "icount" else "Instructions, not time."))
+    # "No difference" is never printed without what it could have found.
+    power = ["%s %s N=%d %s" % (c["bench"], c["flavour"], c["nr_ops"],
+                                num(c["detectable"]))
+             for c in a["mission"] if c["verdict"] != "difference"
+             and c.get("detectable") is not None and c.get("se") != 0]
+    if power:
+        lines += indented(
+            "Where none is proven, the smallest difference the row would "
+            "have found %s of the time at its own spread (%s): %s." % (
+                st.POWER_TEXT, unit, "; ".join(power)))
+    if tested:
+        lines += indented(
+            "These %d rows are the report's primary comparisons: if "
+            "nothing differed, about %.1f of them would be marked by "
+            "chance at %s confidence; ** the %d of the %d marked that "
+            "stay marked after Holm's adjustment for the %d. Every other "
+            "table below is exploratory, its marks not adjusted for "
+            "their number." % (
+                len(tested), len(tested) * (1 - st.CONFIDENCE), CONF,
+                sum(1 for c in tested if c.get("holm")), marked,
+                len(tested)))
     excl = [g for g in a["groups"] if g.get("headline_excluded")]
     for g in excl:
         lines += indented("%s is left out: %s" % (

@@ -243,6 +243,21 @@ def _paired(ref_per_boot, per_boot):
     return [v[b] - r[b] for b in sorted(set(r) & set(v))]
 
 
+def holm(ps):
+    """Holm's step-down adjustment of the p-values ps (None: not tested,
+    left None): the family-wise error of the marks that survive it stays
+    at most _ALPHA however many comparisons the table holds."""
+    idx = sorted((i for i, p in enumerate(ps) if p is not None),
+                 key=lambda i: ps[i])
+    m = len(idx)
+    out = [None] * len(ps)
+    run = 0.0
+    for j, i in enumerate(idx):
+        run = max(run, min(1.0, (m - j) * ps[i]))
+        out[i] = run
+    return out
+
+
 def compare_paired(ref_per_boot, per_boot, key=(), spread=None):
     """Compare two cells measured in the same boots (N against N = 0 on one
     flavour): the boot effect they share cancels in each boot's difference.

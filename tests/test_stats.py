@@ -808,3 +808,13 @@ def test_pooled_spread_covers_discrete_boot_modes():
     assert own / sims < 0.8
     assert pooled / sims >= 0.9
     assert abs(np.mean(half) - h.mean()) <= band
+
+
+def test_holm_adjusts_for_the_number_of_comparisons():
+    """Holm's step-down: the smallest p times m, the next times m - 1, each
+    at least the one before; an untested row stays None."""
+    adj = st.holm([0.01, 0.04, 0.03, None])
+    assert adj[3] is None
+    assert [round(x, 10) for x in adj[:3]] == [0.03, 0.06, 0.06]
+    assert st.holm([0.5, 0.9]) == [1.0, 1.0]
+    assert st.holm([]) == []
