@@ -204,7 +204,7 @@ def fit_from(decls, fl, walks):
     return int(((decls or {}).get(fl) or {}).get("fit_from") or 1)
 
 
-def common_models(g, cells, gkey, flavours, col, clock, start):
+def common_models(g, cells, gkey, flavours, col, clock, start=None):
     """When the flavours of a group measured different N (a design whose
     limit is lower: min stops at 64), the same models fitted over the N
     >= 1 they all measured, so that designs are compared on one range:
@@ -213,7 +213,8 @@ def common_models(g, cells, gkey, flavours, col, clock, start):
     what the walk costs up there (ops' chunks above 64), which the other
     design never ran. Nothing when every flavour measured the same N, or
     fewer than two are shared. START: {flavour: the smallest N it is
-    fitted from} (fit_from)."""
+    fitted from} (fit_from; default 1 for every flavour)."""
+    start = start or {fl: 1 for fl in flavours}
     sets = [set(k[4] for k in cells if k[3] == fl and k[4] >= start[fl])
             for fl in flavours]
     sets = [s for s in sets if len(s) >= 2]

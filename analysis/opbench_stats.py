@@ -317,7 +317,21 @@ def compare_slopes_paired(model_ref, model, rounds, key=()):
 
     def by_round(m):
         return {rounds[p["boot"]]: [p["b"]] for p in m["per_boot"]}
-    out = compare_paired(by_round(model_ref), by_round(model), key=key)
+    ref, cur = by_round(model_ref), by_round(model)
+    out = compare_paired(ref, cur, key=key)
     out["method"] = ("per-round differences of per-boot slopes, paired t "
                      "interval and test")
+    # The ratio of slopes from each round's own ratio: a paired t on the
+    # log of the rounds' ratios, exponentiated (a ratio's interval from
+    # the difference's over the reference's mean ignores the spread of
+    # the reference's slope and is not symmetric where a ratio is).
+    common = sorted(set(ref) & set(cur))
+    if len(common) >= 2 and all(ref[r][0] > 0 and cur[r][0] > 0
+                                for r in common):
+        lr = [math.log(cur[r][0] / ref[r][0]) for r in common]
+        m, ci, _, _ = _t_interval(lr)
+        out["ratio"] = math.exp(m)
+        out["ratio_ci"] = [math.exp(ci[0]), math.exp(ci[1])]
+        out["ratio_method"] = ("paired t on the log of each round's ratio "
+                               "of slopes, %d rounds" % len(common))
     return out

@@ -818,3 +818,24 @@ def test_holm_adjusts_for_the_number_of_comparisons():
     assert [round(x, 10) for x in adj[:3]] == [0.03, 0.06, 0.06]
     assert st.holm([0.5, 0.9]) == [1.0, 1.0]
     assert st.holm([]) == []
+
+
+def test_ratio_of_slopes_in_time_from_each_rounds_ratio():
+    """In time a boot scales every figure of it: two designs whose slopes
+    keep a ratio of 0.5 in every round, while the rounds' levels move by
+    20 %, have a ratio of 0.5 with no spread (the paired log-ratio), where
+    the difference's interval over the reference's mean would be wide."""
+    ref = {"per_boot": [{"boot": 1, "b": 10.0}, {"boot": 2, "b": 12.0},
+                        {"boot": 3, "b": 8.0}]}
+    cur = {"per_boot": [{"boot": 4, "b": 5.0}, {"boot": 5, "b": 6.0},
+                        {"boot": 6, "b": 4.0}]}
+    rounds = {1: 0, 2: 1, 3: 2, 4: 0, 5: 1, 6: 2}
+    c = st.compare_slopes_paired(ref, cur, rounds)
+    assert c["ratio"] == pytest.approx(0.5)
+    assert c["ratio_ci"] == pytest.approx([0.5, 0.5])
+    assert "log of each round's ratio" in c["ratio_method"]
+    # The difference itself still moves with the rounds' levels.
+    assert c["diff_ci"][1] - c["diff_ci"][0] > 1.0
+    cur["per_boot"][1]["b"] = 7.2  # one round at 0.6
+    c = st.compare_slopes_paired(ref, cur, rounds)
+    assert c["ratio_ci"][0] < 0.5 < 0.6 < c["ratio_ci"][1]
