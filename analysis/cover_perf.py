@@ -65,8 +65,9 @@ def section(a):
                        "that figure exactly.", "  ")
     slopes = a["walk_slopes"]
     if slopes:
-        out += ["", "The walk, %s per operation per walk (fit of a + b*N "
-                "per boot, over the N given):" % unit, ""]
+        out += [""] + wrap("The walk, %s per operation per walk (fit of "
+                           "a + b*N per boot, over the N given):" % unit) \
+            + [""]
         for s in slopes:
             out.append("  %-8s %9.3f  %-20s N = %d..%d" % (
                 s["bench"], s["value"], rep.ci(s["ci"]), s["ns"][0],
@@ -109,14 +110,27 @@ def designs_lines(d, unit):
                           for fl in d["flavours"]) + ".", "  ")
     out.append("")
     ratio = {(r["bench"], r["flavour"]): r for r in d["ratios"]}
-    out.append("  %-8s %-8s %9s  %-24s %s" % ("bench", "design", "slope",
+    out.append("  %-8s %-8s %7s  %-20s %s" % ("bench", "design", "slope",
                                              rep.CI_HEAD,
-                                             "/ " + d["anchor"]))
+                                             "/ " + d["anchor"] + ", " +
+                                             rep.CI_HEAD))
     for s in d["slopes"]:
         r = ratio.get((s["bench"], s["flavour"]))
-        out.append("  %-8s %-8s %9.3f  %-24s %s" % (
+        rt = ""
+        if r and r["ratio"] is not None:
+            # Every ratio with its interval (the same in all boots: no
+            # width to print).
+            rc = r.get("ratio_ci")
+            rt = "%.2f %s" % (r["ratio"], "" if not rc else
+                              "(exact)" if rc[0] == rc[1]
+                              else "[%.2f, %.2f]" % tuple(rc))
+        out.append(("  %-8s %-8s %7.3f  %-20s %s" % (
             s["bench"], s["flavour"], s["value"], rep.ci(s["ci"]),
-            "%.2f" % r["ratio"] if r and r["ratio"] is not None else ""))
+            rt)).rstrip())
+    if any(r.get("ratio_ci") and r["ratio_ci"][0] == r["ratio_ci"][1]
+           for r in d["ratios"]):
+        out += [""] + wrap("(exact): the ratio was the same in all boots.",
+                           "  ")
     return out
 
 

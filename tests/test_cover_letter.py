@@ -376,8 +376,9 @@ def figures(section):
                          section, re.M):
         out["cost"][(m.group(1), int(m.group(2)))] = tuple(
             float(x) for x in m.group(3, 4, 5))
-    for m in re.finditer(r"^  (switch|signal|preempt) +%s  \[%s, %s\]$" % (
-            num, num, num), section, re.M):
+    # Each slope names the N it was fitted over.
+    for m in re.finditer(r"^  (switch|signal|preempt) +%s  \[%s, %s\] +"
+                         r"N = \d+\.\.\d+$" % (num, num, num), section, re.M):
         out["slope"][m.group(1)] = tuple(float(x) for x in m.group(2, 3, 4))
     for m in re.finditer(r"^  N=(\d+), (packed|scattered) nodes[^+-]*"
                          r"%s\s+\[%s, %s\]" % (num, num, num), section, re.M):
@@ -539,7 +540,9 @@ def test_cover_perf_known_answers(rig):
     assert "The same walk in each design" in words
     rows = {m.group(1, 2): (float(m.group(3)), m.group(4)) for m in
             re.finditer(r"^  (switch|preempt) +(ops|rfc|resident) +"
-                        r"([0-9.]+)  \[[^]]+\] *([0-9.]*)$", text, re.M)}
+                        r"([0-9.]+)  \[[^]]+\] *([0-9.]*)"
+                        r"(?: \[[0-9.]+, [0-9.]+\]| \(exact\))?$",
+                        text, re.M)}
     assert set(rows) == {(b, fl) for b in ("switch", "preempt")
                          for fl in ("ops", "rfc", "resident")}, text
     for b in ("switch", "preempt"):
