@@ -217,7 +217,7 @@ endif
 .PHONY: help deps buildroot cross-root source config kernels kernel test-kernels extra-kernels test-extra image test-rig-soak \
 	vm-check boot-time test test-host selftests selftests-op differential \
 	check-series plan-check bench bench-kernels bench-walker report flamegraph trace \
-	test-resident plugin-header host-check kit deb latency merge \
+	test-resident plugin-header host-check kit deb latency merge aa \
 	check-arches arch-run compat-run bpf-facts bpf-smoke \
 	trace-validate trace-overhead stress soak clean-cache cover-perf cover-letter
 
@@ -236,6 +236,10 @@ help:
 	@echo '                 results/debs): its kernel and /boot/opbench-provenance-*,'
 	@echo '                 for a virtual test box (the guest configuration); never'
 	@echo '                 installed here'
+	@echo '  aa             the running kernel against itself, natively (BOOTS rounds,'
+	@echo '                 default 40): how often make report calls it different and'
+	@echo '                 the smallest difference it finds, resampled into runs of'
+	@echo '                 K rounds (default "5 10"; SUBSETS=2000): results/*-aa-*/aa/'
 	@echo '  kit            a tarball for a test box: the static programs, PLAN, a runner'
 	@echo '                 and a README (KIT=file.tar.gz; default results/kit-*.tar.gz);'
 	@echo '                 its results come back to make report RESULTS='
@@ -585,6 +589,18 @@ latency: source image
 deb: source
 	$(Q)kernel-patch/scripts/kernels.sh $(FLAVOUR)
 	$(Q)kernel-patch/scripts/kernel-deb.sh $(FLAVOUR) $(or $(DEB_DIR),results/debs) >/dev/null
+
+# The production comparison's A/A rate and smallest detectable difference
+# on this machine's own noise: the running kernel against itself, natively,
+# over many rounds (PLAN aa, BOOTS rounds), then resampled into runs of K
+# rounds (analysis/plasmode.py). Nothing is loaded into this kernel.
+aa: deps buildroot
+	$(Q)id=aa-$$$$; rc=0; \
+		PLAN=aa RUNNER=native AA=1 LABEL=$$id microbench/bench-run.sh || rc=$$?; \
+		run=$$(ls -d results/*-$$id-native* 2>/dev/null | tail -n 1); \
+		if [ -z "$$run" ] || [ $$rc != 0 -a $$rc != 3 ]; then \
+			echo "aa: the native run failed (status $$rc)$${run:+: $$run}" >&2; exit 1; fi; \
+		$(PYTHON) analysis/plasmode.py "$$run" --k "$(or $(K),5 10)" --subsets $(or $(SUBSETS),2000)
 
 # A self-contained kit of PLAN for a test box (microbench/kit.sh).
 kit: deps buildroot

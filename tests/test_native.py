@@ -723,3 +723,63 @@ def test_merged_aa_called_different_at_the_level():
     old = _aa_verdicts(False)
     assert new <= 0.05 + 3 * (0.05 * 0.95 / 400) ** 0.5, new
     assert old > 0.2, old
+
+
+def test_plasmode_rates_on_known_noise():
+    """analysis/plasmode.rates on rounds of one kernel with a level of
+    their own (each repetition's median moves by 2 %): the production
+    comparison, paired by round, is called different at about its level;
+    every sample pooled (the known-wrong rule) far more often; the
+    smallest difference found is reported against the N = 0 figure."""
+    import numpy as np
+    import plasmode
+    rng = np.random.default_rng(3)
+    pairs = []
+    for _ in range(40):
+        level = 100.0 * (1 + rng.normal(0, 0.02))
+        pairs.append(tuple(list(level * (1 + rng.normal(0, 0.02))
+                                + rng.normal(0, 0.2, 6)) for _ in range(2)))
+    r = plasmode.rates(pairs, 5, 1000, np.random.default_rng(4))
+    assert r["rate"] <= 0.05 + 3 * (0.05 * 0.95 / 1000) ** 0.5, r
+    assert r["welch_rate"] > 0.3, r
+    assert 0 < r["detectable_pct"] < 20 and r["level"] == \
+        pytest.approx(100, rel=0.05), r
+    assert r["rate_ci"][0] <= r["rate"] <= r["rate_ci"][1]
+
+
+def test_plasmode_of_a_native_aa_run(kit, tmp_path):
+    """make aa's second step on a native A/A run (four rounds here, drawn
+    two at a time): a table per benchmark at N = 0, written beside the
+    run and never over an earlier one; a run that is not an A/A is
+    refused by name."""
+    import plasmode
+    run = tmp_path / "aa"
+    r = native(kit, run, AA="1", REPS="4", BENCHES="syscall signal")
+    load_only(r, run)
+    p = subprocess.run([PY, os.path.join(TOP, "analysis", "plasmode.py"),
+                        str(run), "--k", "2", "--subsets", "50"],
+                       capture_output=True, text=True, timeout=300)
+    res = plasmode.pairs_of(opbench_data.load(str(run)))[0]
+    if not res:
+        # Both cells dropped for the host's load (load_only allowed it):
+        # the refusal names it.
+        assert p.returncode == 2 and "no benchmark at N = 0" in p.stderr
+        rigreport.event("plasmode run without a valid cell", "native",
+                        "every cell disturbed by the host's load")
+        return
+    assert p.returncode == 0, p.stderr
+    for bench in res:
+        assert re.search(r"^%s +2 +4 +[0-9.]+  \[" % bench, p.stdout, re.M), \
+            p.stdout
+    assert (run / "aa" / "plasmode.txt").read_text() == p.stdout
+    js = json.loads((run / "aa" / "plasmode.json").read_text())
+    assert js["labels"] == ["native", "native2"] and js["unit"] == "ns"
+    again = subprocess.run([PY, os.path.join(TOP, "analysis", "plasmode.py"),
+                            str(run)], capture_output=True, text=True)
+    assert again.returncode == 2 and "nothing is overwritten" in again.stderr
+    one = tmp_path / "one"
+    r = native(kit, one, REPS="2", BENCHES="syscall")
+    load_only(r, one)
+    p = subprocess.run([PY, os.path.join(TOP, "analysis", "plasmode.py"),
+                        str(one)], capture_output=True, text=True)
+    assert p.returncode == 2 and "not an A/A run" in p.stderr, p.stderr
