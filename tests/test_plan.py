@@ -98,7 +98,7 @@ def test_bad_plans_refused(env, msg):
 def test_unknown_plan_named_with_the_known_ones():
     r = plan("sh", "nosuch")
     assert r.returncode == 2
-    assert "PLAN='nosuch' is unknown; use one of: default quick walker" \
+    assert "PLAN='nosuch' is unknown; use one of: aa default quick walker" \
         in r.stderr
 
 
