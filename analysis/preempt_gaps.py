@@ -271,11 +271,33 @@ def _sample(rec, foreign_ok=False):
             "used": not why and not disturbed}
 
 
-def _tick_limit(p, i):
-    """P-gaps above this had a tick in them; None without I-gaps."""
+# How many robust standard deviations of the P-gaps above their median a
+# gap must lie, besides half an I-gap, to be taken as holding a tick.
+TICK_SPREAD = 4.0
+
+
+def _tick_limit(p, i, groups=None):
+    """P-gaps above this had a tick in them; None without I-gaps.
+
+    Half an I-gap above the median (a tick adds a whole one), but never
+    within TICK_SPREAD robust standard deviations of the P-gaps (1.4826 x
+    their median absolute deviation within a sample, the median over the
+    samples in GROUPS, default all of p one sample: a level that moves
+    between samples is not a spread a tick hides in): in time the P-gaps spread by more
+    than a tick's cost, and a fixed threshold drops the slow half of the
+    gaps with no tick in them (15-46 % of them at a spread of 15-30 %:
+    measurement-3.md, A.2), which biases the figure low by amounts that
+    grow with N. Under icount the spread is far below an I-gap and the
+    limit is the fixed one."""
     if not p or not i:
         return None
-    return median(p) + 0.5 * median(i)
+    mads = []
+    for g in groups or [p]:
+        if g:
+            gm = median(g)
+            mads.append(median([abs(x - gm) for x in g]))
+    return median(p) + max(0.5 * median(i),
+                           TICK_SPREAD * 1.4826 * median(mads))
 
 
 def _figures(out, limit):
@@ -344,7 +366,7 @@ def combine(records, foreign_ok=False):
         out["why"].append("only %d of %d samples undisturbed" % (
             len(used), len(records)))
     out["valid"] = not out["why"]
-    limit = _tick_limit(out["p"], out["i"])
+    limit = _tick_limit(out["p"], out["i"], [s["p"] for s in used])
     _figures(out, limit)
     meds = []
     for s in used:
