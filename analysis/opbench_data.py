@@ -282,7 +282,18 @@ def analyse(run):
                "ticks_per_insn": sorted({round(c["ticks_per_insn"], 6)
                                          for c in clock.values()}),
                "ns_per_tick": sorted({round(c["ns_per_tick"], 4)
-                                      for c in clock.values()})},
+                                      for c in clock.values()}),
+               # In time: what converted ticks (the kernel's TSC rate, or
+               # the measured one where the two disagree) and by how much
+               # the measured rate differed from the kernel's.
+               "rate_source": sorted({c["rate_source"] for c in
+                                      clock.values() if "rate_source" in c}),
+               "rate_check": sorted(round(c["rate_check"], 5)
+                                    for c in clock.values()
+                                    if "rate_check" in c),
+               "ns_per_tick_kernel": sorted({round(
+                   c["ns_per_tick_kernel"], 6) for c in clock.values()
+                   if "ns_per_tick_kernel" in c})},
            "orders": {str(k): v for k, v in sorted(col["orders"].items())},
            "groups": [], "invalid": col["invalid"],
            "dropped": [{"bench": k[0], "op_type": k[1], "reg": k[2],

@@ -25,6 +25,7 @@ from report_core import (CI_HEAD, CONF, MARK, RULE, WIDTH, ci, compiler_line,
                          field, indented, interval, num, pct, pct_ci, pval,
                          verdict_word)
 import opbench_stats as st
+from opbench_cells import TSC_AGREE
 from tcmalloc_report import tcmalloc_lines
 
 
@@ -461,8 +462,8 @@ def clock_lines(a):
     if p.get("merged_from"):
         # analysis/merge_runs.py: sessions of a test box, a kernel each.
         lines += field("Boots", "%s per flavour, merged from %d runs (%s) "
-                       "in the order they ran, the k-th of each kernel "
-                       "paired as round k; each run's order and its cells' "
+                       "in the order they ran, the k-th boot of each "
+                       "kernel paired as round k; each run's order and its cells' "
                        "drawn from its seed (%s)" % (
                            per, len(p["merged_from"].split()),
                            p["merged_from"], p.get("seed", "?")))
@@ -472,14 +473,33 @@ def clock_lines(a):
                        "and the boot's number" % (per, p.get("seed", "?")))
     tpi = a["clock_values"]["ticks_per_insn"]
     npt = a["clock_values"]["ns_per_tick"]
+    cv = a["clock_values"]
+    src = cv.get("rate_source") or []
+    if a["accel"] == "icount":
+        how = None
+    elif src == ["kernel"]:
+        chk = cv["rate_check"]
+        how = ("; ticks converted with the kernel's own TSC rate, %s ns a "
+               "tick, from which the measured rate differs by %+.2f%% to "
+               "%+.2f%% (checked: within %g%%)" % (
+                   "/".join("%.6f" % x for x in cv["ns_per_tick_kernel"]),
+                   100 * chk[0], 100 * chk[-1], 100 * TSC_AGREE))
+    elif "kernel" in src or cv.get("rate_check"):
+        chk = cv.get("rate_check") or [0.0]
+        how = ("; WARNING: the kernel's TSC rate and the measured one "
+               "differ by up to %+.2f%% (beyond %g%%) in some boots, whose "
+               "ticks the measured rate converts" % (
+                   100 * max(chk, key=abs), 100 * TSC_AGREE))
+    else:
+        how = ("; no TSC rate in the kernel's log: the measured rate "
+               "converts ticks")
     lines += field("Clock", "TSC read per iteration; ticks per instruction "
                    "of a known loop %s; the guest's clock %s nanoseconds "
-                   "per tick (its own calibration%s)" % (
+                   "per tick (its own calibration%s" % (
                        "/".join("%.6f" % x for x in tpi) or "-",
                        "/".join("%.4f" % x for x in npt) or "-",
-                       ", not used: a tick is an instruction"
-                       if a["accel"] == "icount" else
-                       ", which converts ticks"))
+                       ", not used: a tick is an instruction)" if how is None
+                       else ")" + how))
     if a["tsc_calibration"]:
         lines += field("", "guest: " + a["tsc_calibration"])
     lines += field("Statistics", a["method"])

@@ -415,3 +415,29 @@ def test_naive_pooled_samples_misses(run):
     print("%s: A/A called \"difference\" by pooled samples: %.4f of %d"
           % (c.name, x / n, n))
     assert shows_miss(x, n, None, AA_MAX)
+
+
+def test_ticks_converted_with_the_kernels_tsc_rate():
+    """In time a tick is converted with the kernel's own TSC rate (the
+    refined calibration, else the detected one), the same for every
+    repetition of a boot; the rate opbench measured is the check: beyond
+    2 % the measured one converts, and the report warns."""
+    from opbench_cells import clocks, kernel_tsc_mhz
+    detected = "[    0.000282] tsc: Detected 2096.020 MHz processor"
+    refined = "[    1.2] tsc: Refined TSC clocksource calibration: 2095.5 MHz"
+    assert kernel_tsc_mhz([detected]) == 2096.02
+    assert kernel_tsc_mhz([refined, detected]) == 2095.5
+    assert kernel_tsc_mhz(["clocksource: tsc: mask"]) is None
+
+    def boot(i, npt, lines):
+        return {"index": i, "dir": "rep-%d" % i, "tsc_lines": lines,
+                "records": [{"kind": "clock", "ticks_per_insn": 0.29,
+                             "ns_per_tick": npt}]}
+    run = {"boots": [boot(1, 0.4715, [detected]), boot(2, 0.40, [detected]),
+                     boot(3, 0.4715, [])]}
+    c = clocks(run, "native")
+    assert c[1]["rate_source"] == "kernel"
+    assert c[1]["scale"] == pytest.approx(1000 / 2096.02)
+    assert c[1]["rate_check"] == pytest.approx(0.4715 / (1000 / 2096.02) - 1)
+    assert c[2]["rate_source"] == "measured" and c[2]["scale"] == 0.40
+    assert c[3]["rate_source"] == "measured" and c[3]["scale"] == 0.4715
