@@ -101,6 +101,8 @@ def analyse(a, compare=None):
     out["common_ns"] = {}
     # Per bench, the designs fitted from N > 1 (their FIT_FROM).
     out["fit_from"] = {}
+    # ... and those that declare it but measured fewer than two N there.
+    out["fit_from_dropped"] = {}
     for bench in a.get("walk_benches", WALK_BENCHES):
         g = group(a, bench)
         if not g:
@@ -114,6 +116,9 @@ def analyse(a, compare=None):
         if g.get("fit_from"):
             out["fit_from"][bench] = {f: n for f, n in g["fit_from"].items()
                                       if f in fls}
+        if g.get("fit_from_dropped"):
+            out["fit_from_dropped"][bench] = {
+                f: n for f, n in g["fit_from_dropped"].items() if f in fls}
         for fl in fls:
             s = g["per_walk" + sfx].get(fl)
             if s:

@@ -86,9 +86,9 @@ def designs_lines(d, a):
         for ns, bs in sorted(by_ns.items()):
             lines += textwrap.wrap(
                 "  %s: fitted over N = %s only, the N every design here "
-                "measured (a design with a lower limit has no cell above "
-                "it; a wider fit would take in what the others' walk "
-                "costs up there)." % (", ".join(b for b in benches
+                "measured and fits (a design with a lower limit has no "
+                "cell above it, one with FIT_FROM none below; a wider fit "
+                "would take in what the others' walk costs there)." % (", ".join(b for b in benches
                                                 if b in bs) or
                                       ", ".join(sorted(bs)),
                                       ",".join(str(n) for n in ns)),
@@ -97,6 +97,16 @@ def designs_lines(d, a):
         for b, per in d.get("fit_from", {}).items():
             for fl, n in per.items():
                 starts.setdefault(n, set()).add(fl)
+        dropped = {}
+        for b, per in d.get("fit_from_dropped", {}).items():
+            for fl, n in per.items():
+                dropped.setdefault((fl, n), []).append(b)
+        for (fl, n), bs in sorted(dropped.items()):
+            lines += textwrap.wrap(
+                "  %s: fitted from N = 1 in %s, where this run measured "
+                "fewer than two N from its FIT_FROM (%d): its N = 1 takes a "
+                "path of its own and bends that slope." % (
+                    fl, ", ".join(bs), n), WIDTH, subsequent_indent="    ")
         for n, fs in sorted(starts.items()):
             lines += textwrap.wrap(
                 "  %s: fitted from N = %d, in every walk benchmark (their "

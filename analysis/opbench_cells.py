@@ -100,10 +100,31 @@ def clocks(run, accel):
                 k = 1000.0 / mhz
                 c["ns_per_tick_kernel"] = k
                 c["rate_check"] = c["ns_per_tick"] / k - 1
-                if abs(c["rate_check"]) <= TSC_AGREE:
-                    c["scale"] = k
-                    c["rate_source"] = "kernel"
         out[b["index"]] = c
+    # One source for the whole run: the kernel's rate where every boot
+    # logged one that its measured rate agrees with, else the measured
+    # rate in every boot (a mix would put up to TSC_AGREE between two
+    # kernels' figures); why, in rate_why.
+    timed = [c for c in out.values() if "rate_source" in c]
+    if timed:
+        bare = sum(1 for c in timed if "ns_per_tick_kernel" not in c)
+        off = [c["rate_check"] for c in timed if "rate_check" in c
+               and abs(c["rate_check"]) > TSC_AGREE]
+        why = None
+        if bare:
+            why = ("%d of %d boots logged no TSC rate (tsc.txt: the kernel's "
+                   "log unreadable or rotated)" % (bare, len(timed)))
+        elif off:
+            why = ("the measured rate differs from the kernel's by up to "
+                   "%+.2f%% in %d of %d boots (beyond %g%%)" % (
+                       100 * max(off, key=abs), len(off), len(timed),
+                       100 * TSC_AGREE))
+        for c in timed:
+            if why is None:
+                c["scale"] = c["ns_per_tick_kernel"]
+                c["rate_source"] = "kernel"
+            else:
+                c["rate_why"] = why
     return out
 
 

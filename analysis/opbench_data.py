@@ -288,6 +288,8 @@ def analyse(run):
                # the measured rate differed from the kernel's.
                "rate_source": sorted({c["rate_source"] for c in
                                       clock.values() if "rate_source" in c}),
+               "rate_why": sorted({c["rate_why"] for c in clock.values()
+                                   if "rate_why" in c}),
                "rate_check": sorted(round(c["rate_check"], 5)
                                     for c in clock.values()
                                     if "rate_check" in c),
@@ -312,6 +314,7 @@ def analyse(run):
              "better": meta.get(bench, {}).get("better", BETTER),
              "cells": [], "vs_reference": [], "vs_zero": {}, "cost": {},
              "per_walk": {}, "per_walk_mean": {}, "fit_from": {},
+             "fit_from_dropped": {},
              "vs_rfc": [], "headline_excluded":
                  ICOUNT_EXCLUDED.get(bench) if accel == "icount" else None,
              "unsupported": sorted(
@@ -386,7 +389,12 @@ def analyse(run):
             # A flavour whose single operation takes a path of its own
             # is fitted from N = 2 (its FIT_FROM); N = 1 stays in the
             # cells and in vs_zero, where the designs section prints it.
+            # A run that measured fewer than two N from there (the quick
+            # plan: 0, 1 and the limit) fits from N = 1 and says so.
             start[fl] = fit_from(decls, fl, g["walks_per_loop"])
+            if start[fl] > 1 and sum(1 for n in ns if n >= start[fl]) < 2:
+                g["fit_from_dropped"][fl] = start[fl]
+                start[fl] = 1
             if start[fl] > 1:
                 g["fit_from"][fl] = start[fl]
             fit_models(g, "", fl, {n: pb(fl, n) for n in ns
@@ -402,9 +410,12 @@ def analyse(run):
                                         family, "rfc", "ops")
                     c["nr_ops"] = n
                     g["vs_rfc"].append(c)
-            if "ops" in g["cost"] and "rfc" in g["cost"]:
+            # On the N both were fitted over, where that differs (ops
+            # from N = 2: common_models).
+            cost = g.get("cost_common") or g["cost"]
+            if "ops" in cost and "rfc" in cost:
                 g["slopes_vs_rfc"] = s = compare_kernel_slopes(
-                    pool, rounds, g["cost"]["rfc"], g["cost"]["ops"],
+                    pool, rounds, cost["rfc"], cost["ops"],
                     gkey + ("rfc", "slope"))
                 if s:
                     s.update(diff_per_walk(s, g["walks_per_loop"] or 1))
@@ -543,6 +554,9 @@ def header_facts(run):
             "pooled": any(len(b.get("reps") or []) > 1 for b in boots)
             or bool(p.get("boot_units")),
             "few_boots": p.get("few_boots", ""),
+            # Merged before make merge knew boots: repetitions paired.
+            "merged_by_repetition": bool(p.get("merged_from"))
+            and not p.get("boot_units"),
             "not_run": run.get("not_run", []),
             "kernel": first["kernel"], "flavours": flavours,
             "compilers": [list(c) for c in compilers],

@@ -326,6 +326,8 @@ def compare_slopes_paired(model_ref, model, rounds, key=()):
     # the difference's over the reference's mean ignores the spread of
     # the reference's slope and is not symmetric where a ratio is).
     common = sorted(set(ref) & set(cur))
+    out["ratio_method"] = ("the difference's interval over the reference's "
+                           "mean (a round's slope was not positive)")
     if len(common) >= 2 and all(ref[r][0] > 0 and cur[r][0] > 0
                                 for r in common):
         lr = [math.log(cur[r][0] / ref[r][0]) for r in common]

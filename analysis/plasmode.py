@@ -12,8 +12,9 @@ seed, R rounds). For each benchmark at N = 0 it draws SUBSETS sets of k of
 the R rounds, swaps the two labels within each drawn round at random,
 and compares them as make report compares two kernels in time
 (opbench_data.compare_kernels: paired by round, the boot the unit): the
-share called "difference" is the comparison's A/A rate at the size of a
-run of k boots; the median of its "detectable" is the smallest difference
+share called "difference" is the comparison's A/A rate for k rounds
+within one boot (a lower bound on a run of k boots, which adds the boot
+effect); the median of its "detectable" is the smallest difference
 it finds 80 % of the time, in ns and against the N = 0 figure. The same
 subsets through a rule known to be wrong (every sample pooled, Welch t:
 the repetitions' own level ignored) are the negative control.
@@ -110,7 +111,7 @@ def rates(pairs, k, subsets, rng):
 def analyse(rdir, ks, subsets, seed):
     run = opbench_data.load(rdir)
     pairs, labels = pairs_of(run)
-    if not pairs:
+    if not any(pairs.values()):
         raise ResultsError("%s: no benchmark at N = 0 measured under both "
                            "labels; make aa runs %s" % (rdir,
                                                         " ".join(BENCHES)))

@@ -276,34 +276,38 @@ def _sample(rec, foreign_ok=False):
 TICK_SPREAD = 4.0
 
 
-def _tick_limit(p, i, groups=None):
-    """P-gaps above this had a tick in them; None without I-gaps.
+def _tick_limit(p, i):
+    """P-gaps of one sample above this had a tick in them; None without
+    I-gaps.
 
-    Half an I-gap above the median (a tick adds a whole one), but never
-    within TICK_SPREAD robust standard deviations of the P-gaps (1.4826 x
-    their median absolute deviation within a sample, the median over the
-    samples in GROUPS, default all of p one sample: a level that moves
-    between samples is not a spread a tick hides in): in time the P-gaps spread by more
-    than a tick's cost, and a fixed threshold drops the slow half of the
-    gaps with no tick in them (15-46 % of them at a spread of 15-30 %:
-    measurement-3.md, A.2), which biases the figure low by amounts that
-    grow with N. Under icount the spread is far below an I-gap and the
-    limit is the fixed one."""
+    Half an I-gap above the sample's median (a tick adds a whole one), but
+    never within TICK_SPREAD robust standard deviations of the sample's
+    P-gaps (1.4826 x their median absolute deviation): in time the P-gaps
+    spread by more than a tick's cost, and a fixed threshold drops the
+    slow half of the gaps with no tick in them (15-46 % of them at a
+    spread of 15-30 %: measurement-3.md, A.2), which biases the figure low
+    by amounts that grow with N. Each sample has its own limit, about its
+    own median: a level that moves between samples is not a spread a tick
+    hides in, and a pooled limit would drop a slow sample whole. Under
+    icount the spread is far below an I-gap and the limit is the fixed
+    one."""
     if not p or not i:
         return None
-    mads = []
-    for g in groups or [p]:
-        if g:
-            gm = median(g)
-            mads.append(median([abs(x - gm) for x in g]))
-    return median(p) + max(0.5 * median(i),
-                           TICK_SPREAD * 1.4826 * median(mads))
+    m = median(p)
+    mad = median([abs(x - m) for x in p])
+    return m + max(0.5 * median(i), TICK_SPREAD * 1.4826 * mad)
 
 
-def _figures(out, limit):
+def _figures(out, limit, split=None):
+    """The figures of out's P-gaps and I-gaps, the P-gaps above LIMIT
+    taken as tick-coincident; SPLIT: (tick, clean) decided already, per
+    sample (combine), LIMIT then only reported."""
     p, i = out["p"], out["i"]
-    tick = [x for x in p if limit is not None and x > limit]
-    clean = [x for x in p if limit is None or x <= limit]
+    if split is not None:
+        tick, clean = split
+    else:
+        tick = [x for x in p if limit is not None and x > limit]
+        clean = [x for x in p if limit is None or x <= limit]
     out.update({
         "p_median": median(p), "p10": percentile(p, 10),
         "p90": percentile(p, 90), "p99": percentile(p, 99),
@@ -366,12 +370,18 @@ def combine(records, foreign_ok=False):
         out["why"].append("only %d of %d samples undisturbed" % (
             len(used), len(records)))
     out["valid"] = not out["why"]
-    limit = _tick_limit(out["p"], out["i"], [s["p"] for s in used])
-    _figures(out, limit)
-    meds = []
-    for s in used:
-        clean = [x for x in s["p"] if limit is None or x <= limit]
-        if clean:
-            meds.append(median(clean))
+    # Each sample's gaps against its own limit (the I-gaps pooled: a
+    # tick's cost does not depend on the sample); the limit reported is
+    # the median of theirs.
+    limits = [_tick_limit(s["p"], out["i"]) for s in used]
+    tick, clean, meds = [], [], []
+    for s, lim in zip(used, limits):
+        c = [x for x in s["p"] if lim is None or x <= lim]
+        tick += [x for x in s["p"] if lim is not None and x > lim]
+        clean += c
+        if c:
+            meds.append(median(c))
+    known = [x for x in limits if x is not None]
+    _figures(out, median(known) if known else None, (tick, clean))
     out["sample_medians"] = meds
     return out

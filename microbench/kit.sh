@@ -132,6 +132,8 @@ loaded into the kernel or taken offline.
    that state.
 3. Copy the results directory back and run, in the project:
        make report RESULTS=<the directory>
+   One repetition (the default) has no interval: a run that stands alone
+   wants REPS=3 or more.
 4. To compare kernels: one run per boot, over at least $kit_boots boots
    of each kernel (KIT_BOOTS in plan.env), in the order A B B A A B B A ...
    (A the unpatched kernel, B the package: reboot between runs), then,

@@ -433,11 +433,16 @@ def test_ticks_converted_with_the_kernels_tsc_rate():
         return {"index": i, "dir": "rep-%d" % i, "tsc_lines": lines,
                 "records": [{"kind": "clock", "ticks_per_insn": 0.29,
                              "ns_per_tick": npt}]}
-    run = {"boots": [boot(1, 0.4715, [detected]), boot(2, 0.40, [detected]),
-                     boot(3, 0.4715, [])]}
+    run = {"boots": [boot(1, 0.4715, [detected]), boot(2, 0.4769, [detected])]}
     c = clocks(run, "native")
-    assert c[1]["rate_source"] == "kernel"
-    assert c[1]["scale"] == pytest.approx(1000 / 2096.02)
+    assert c[1]["rate_source"] == c[2]["rate_source"] == "kernel"
+    assert c[1]["scale"] == c[2]["scale"] == pytest.approx(1000 / 2096.02)
     assert c[1]["rate_check"] == pytest.approx(0.4715 / (1000 / 2096.02) - 1)
-    assert c[2]["rate_source"] == "measured" and c[2]["scale"] == 0.40
-    assert c[3]["rate_source"] == "measured" and c[3]["scale"] == 0.4715
+    # One source for a run: a boot that disagrees, or one without the
+    # kernel's line, sends every boot to its measured rate, and says why.
+    for odd, why in ((boot(3, 0.40, [detected]), "differs from the kernel"),
+                     (boot(3, 0.4715, []), "1 of 3 boots logged no TSC")):
+        c = clocks(dict(run, boots=run["boots"] + [odd]), "native")
+        assert {x["rate_source"] for x in c.values()} == {"measured"}
+        assert [c[i]["scale"] for i in (1, 2)] == [0.4715, 0.4769]
+        assert why in c[1]["rate_why"], c[1]["rate_why"]

@@ -744,7 +744,6 @@ def test_plasmode_rates_on_known_noise():
     assert r["welch_rate"] > 0.3, r
     assert 0 < r["detectable_pct"] < 20 and r["level"] == \
         pytest.approx(100, rel=0.05), r
-    assert r["rate_ci"][0] <= r["rate"] <= r["rate_ci"][1]
 
 
 def test_plasmode_of_a_native_aa_run(kit, tmp_path):
@@ -768,9 +767,11 @@ def test_plasmode_of_a_native_aa_run(kit, tmp_path):
                         "every cell disturbed by the host's load")
         return
     assert p.returncode == 0, p.stderr
-    for bench in res:
-        assert re.search(r"^%s +2 +4 +[0-9.]+  \[" % bench, p.stdout, re.M), \
-            p.stdout
+    for bench, pairs in res.items():
+        # A round the host's load dropped a cell of leaves fewer pairs.
+        want = (r"^%s +2 +%d +[0-9.]+  \[" if len(pairs) >= 3 else
+                r"^%s +2 +%d  fewer than k \+ 1 rounds") % (bench, len(pairs))
+        assert re.search(want, p.stdout, re.M), p.stdout
     assert (run / "aa" / "plasmode.txt").read_text() == p.stdout
     js = json.loads((run / "aa" / "plasmode.json").read_text())
     assert js["labels"] == ["native", "native2"] and js["unit"] == "ns"

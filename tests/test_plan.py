@@ -420,8 +420,8 @@ def test_a_one_operation_path_is_fitted_from_its_declaration(tmp_path):
             return 4456.0
         return 4456.0 + 2 * (14.0 if n == 1 else 40.0 + 5.0 * n)
 
-    def slope_of(fit_from):
-        decls = tmp_path / ("flavours-%s" % fit_from)
+    def slope_of(fit_from, ns=ns):
+        decls = tmp_path / ("flavours-%s-%d" % (fit_from, len(ns)))
         shutil.copytree(os.path.join(TOP, "kernel-patch", "flavours"), decls)
         if not fit_from:
             # ops too, or the designs are compared on the N both fitted.
@@ -432,9 +432,10 @@ def test_a_one_operation_path_is_fitted_from_its_declaration(tmp_path):
             "SERIES=kernel-patch/min\nFIXED=1\nSEMANTICS=handle\nVIA=min\n"
             'DESIGN=9\nLABEL="one-op path"\nCOLOUR=tab:brown\n' +
             ("FIT_FROM=%s\n" % fit_from if fit_from else ""))
-        out = tmp_path / ("run-%s" % fit_from)
+        out = tmp_path / ("run-%s-%d" % (fit_from, len(ns)))
         r = index(out, 7, FLAVOURS="baseline ops mine", BOOTS="2",
-                  BENCHES="switch@0,1,2,8,16", FLAVOURS_DIR=str(decls))
+                  BENCHES="switch@" + ",".join(map(str, ns)),
+                  FLAVOURS_DIR=str(decls))
         assert r.returncode == 0, r.stderr
         boots = [json.loads(b) for b in
                  (out / "boots.jsonl").read_text().splitlines()]
@@ -465,3 +466,10 @@ def test_a_one_operation_path_is_fitted_from_its_declaration(tmp_path):
     bent, section, _ = slope_of(None)
     assert "fitted from N = 2" not in section
     assert bent > fitted + 0.5, (bent, fitted)
+    # A run with one N from there (the quick plan's 0, 1 and the limit)
+    # still has a slope: from N = 1, and the report says why.
+    few, section, text = slope_of(2, [0, 1, 16])
+    assert "Cost model on mine, N=1..16" in text
+    assert "mine: fitted from N = 1 in switch, where this run measured " \
+        "fewer than two N from its FIT_FROM (2)" in section, section[:2000]
+    assert few > fitted + 0.5
