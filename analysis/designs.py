@@ -263,6 +263,9 @@ def _breakeven(d):
     largest N measured. One row per other design."""
     sl = {s["flavour"]: s["value"] for s in d["slopes"]
           if s["bench"] == "switch"}
+    # The difference of the switch slopes per walk, as compared (its
+    # interval): a difference not resolved saves nothing a walk.
+    diff = {r["flavour"]: r for r in d["ratios"] if r["bench"] == "switch"}
     reg = {r["flavour"]: {c["nr_ops"]: c["value"] for c in r["cells"]}
            for r in d["register"]}
     res = reg.get(ANCHOR, {})
@@ -271,10 +274,13 @@ def _breakeven(d):
         if fl == ANCHOR or fl not in sl or ANCHOR not in sl:
             continue
         save = sl[fl] - sl[ANCHOR]
+        ci = (diff.get(fl) or {}).get("diff_per_walk_ci")
+        resolved = save > 0 and (ci is None or ci[0] > 0)
         for n in sorted(set(reg.get(fl, {})) & set(res))[:1] + \
                 sorted(set(reg.get(fl, {})) & set(res))[-1:]:
             extra = res[n] - reg[fl][n]
             rows.append({"flavour": fl, "nr_ops": n, "extra": extra,
-                         "save_per_walk": save,
-                         "walks": extra / save if save > 0 else None})
+                         "save_per_walk": save, "save_ci": ci,
+                         "walks": (0 if extra <= 0 else extra / save
+                                   if resolved else None)})
     return rows

@@ -289,12 +289,19 @@ def designs_lines(d, a):
             "slopes per operation. Walks of one operation to pay back one "
             "register and unregister:" % d["anchor"], WIDTH)
         for r in be:
-            lines.append("  vs %-4s N=%-5d +%s per round trip, %s saved "
-                         "a walk: %s walks" % (
-                             r["flavour"], r["nr_ops"], num(r["extra"]),
-                             num(r["save_per_walk"]),
-                             "%.0f" % r["walks"] if r["walks"] is not None
-                             else "never"))
+            if r["walks"] == 0:
+                then = "%s registers for less: it wins from the first " \
+                       "walk" % d["anchor"]
+            elif r["walks"] is None:
+                then = ("%s saved a walk, not resolved from 0: never pays "
+                        "back" % num(r["save_per_walk"], True))
+            else:
+                then = "%s saved a walk: %.0f walks" % (
+                    num(r["save_per_walk"], True), r["walks"])
+            lines += textwrap.wrap(
+                "vs %-4s N=%-5d %s a round trip; %s" % (
+                    r["flavour"], r["nr_ops"], num(r["extra"], True), then),
+                WIDTH, initial_indent="  ", subsequent_indent="    ")
         lines += textwrap.wrap(
             "A thread that keeps its operations registered across more "
             "returns after a switch than that is cheaper with %s; one that "
