@@ -18,6 +18,17 @@ from opbench_io import ResultsError
 # The metric, declared once: the median of a sample's iterations, in TSC
 # ticks, converted to the accelerator's unit with the run's clock records.
 METRIC = "tsc_median"
+# In time, where every sample record carries it: the mean of a sample's
+# iterations with a tenth cut from each end. A TSC that advances by more
+# than one tick at a time (21 on this project's development machine,
+# about 10 ns: the clock record's tsc_step) puts every median on its grid,
+# which overstates a difference of a few ns by most of a step; the
+# trimmed mean is off the grid and still drops a tenth of outliers each
+# side. Under icount a tick is an instruction and the median stays.
+METRIC_TIME = "tsc_trim"
+METRIC_TEXT = {METRIC: "median of its iterations",
+               METRIC_TIME: "mean of its iterations, a tenth cut from "
+                            "each end"}
 BETTER = "lower"
 # Under icount a clock record must show this many ticks per instruction.
 ICOUNT_TICKS_PER_INSN = 1.0
@@ -82,6 +93,9 @@ def clocks(run, accel):
         npt = [float(r["ns_per_tick"]) for r in recs]
         c = {"ticks_per_insn": float(np.median(tpi)),
              "ns_per_tick": float(np.median(npt)), "records": len(recs)}
+        steps = [int(r["tsc_step"]) for r in recs if r.get("tsc_step")]
+        if steps:
+            c["tsc_step"] = int(np.median(steps))
         if accel == "icount":
             bad = [x for x in tpi
                    if abs(x - ICOUNT_TICKS_PER_INSN) > ICOUNT_TOLERANCE]
@@ -182,6 +196,14 @@ def collect(run, clock):
     median P-gaps. A cell invalid in any boot is dropped in every boot, so
     that no comparison half-uses it; analyse() lists it.
     """
+    # One estimator for the whole run: in time (a clock converts ticks to
+    # ns) the trimmed mean where every sample record has it, else the
+    # median (METRIC_TIME).
+    timed = any("rate_source" in c for c in clock.values())
+    recs = [r for b in run["boots"] for r in b["records"]
+            if r.get("kind") == "sample"]
+    metric = (METRIC_TIME if timed and recs and
+              all(METRIC_TIME in r for r in recs) else METRIC)
     samples = collections.defaultdict(lambda: collections.defaultdict(list))
     extra = collections.defaultdict(lambda: collections.defaultdict(list))
     gaps = collections.defaultdict(lambda: collections.defaultdict(list))
@@ -210,7 +232,7 @@ def collect(run, clock):
                             b["dir"], METRIC))
                 if not r.get("valid", False):
                     bad_samples[(key, b["index"])].append(_sample_why(r))
-                samples[key][b["index"]].append(float(r[METRIC]) * scale)
+                samples[key][b["index"]].append(float(r[metric]) * scale)
                 extra[key][b["index"]].append(r)
                 meta.setdefault(key[0], {
                     "loop": r.get("loop", "loop"),
@@ -286,7 +308,8 @@ def collect(run, clock):
     dropped = sorted({k for k, ok in cell_ok.items() if not ok})
     return {"valid": valid, "extra": extra, "preempt": preempt,
             "invalid": invalid, "dropped": dropped,
-            "unsupported": unsupported, "meta": meta, "orders": orders}
+            "unsupported": unsupported, "meta": meta, "orders": orders,
+            "metric": metric}
 
 
 

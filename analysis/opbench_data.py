@@ -251,6 +251,11 @@ def analyse(run):
     clock = clocks(run, accel)
     col = collect(run, clock)
     valid, unsupported, meta = col["valid"], col["unsupported"], col["meta"]
+    # Which figure of a sample the run takes (opbench_cells: the median,
+    # or in time the trimmed mean), and the TSC's step where recorded.
+    metric = col["metric"]
+    tsc_steps = sorted({c["tsc_step"] for c in clock.values()
+                        if c.get("tsc_step")})
     flavours = flavour_order(run)
     boots_of = collections.Counter(b["flavour"] for b in run["boots"])
     groups = sorted({k[:3] for k in valid} | {k[:3] for k in unsupported}
@@ -267,6 +272,7 @@ def analyse(run):
            "header": header_facts(run), "mission_ns": list(mission_ns(limit)),
            "confidence": st.CONFIDENCE, "irqs_off_max": bound,
            "list_limit": limit,
+           "metric": metric, "tsc_step": tsc_steps,
            "tolerances": {"agree": AGREE,
                           "walk_counts": WALK_COUNT_TOLERANCE},
            "unit": unit, "unit_short": unit_short, "unit_doc": unit_doc,

@@ -25,7 +25,7 @@ from report_core import (CI_HEAD, CONF, MARK, RULE, WIDTH, ci, compiler_line,
                          field, indented, interval, num, pct, pct_ci, pval,
                          verdict_word)
 import opbench_stats as st
-from opbench_cells import TSC_AGREE
+from opbench_cells import METRIC, METRIC_TEXT, TSC_AGREE
 from tcmalloc_report import tcmalloc_lines
 
 
@@ -289,9 +289,10 @@ def group_lines(g, a):
                                ", %d walk%s per loop" % (
                                    walks, "" if walks == 1 else "s")))
     lines += textwrap.wrap("operation type %s, %s rseq area; %s per loop "
-                           "(median of its iterations), %s is better" % (
-                               g["op_type"], g["reg"], unit, g["better"]),
-                           WIDTH)
+                           "(%s), %s is better" % (
+                               g["op_type"], g["reg"], unit,
+                               METRIC_TEXT[a.get("metric", METRIC)],
+                               g["better"]), WIDTH)
     if g.get("headline_excluded"):
         lines += textwrap.wrap("! not in the headline table: %s" %
                                g["headline_excluded"], WIDTH,
@@ -503,6 +504,11 @@ def clock_lines(a):
                        "/".join("%.4f" % x for x in npt) or "-",
                        ", not used: a tick is an instruction)" if how is None
                        else ")" + how))
+    if a["accel"] != "icount" and a.get("tsc_step"):
+        lines += field("", "the TSC advances %s ticks at a time; a "
+                       "sample's figure: the %s" % (
+                           "/".join(str(x) for x in a["tsc_step"]),
+                           METRIC_TEXT[a.get("metric", METRIC)]))
     if a["tsc_calibration"]:
         lines += field("", "guest: " + a["tsc_calibration"])
     lines += field("Statistics", a["method"])

@@ -133,9 +133,15 @@ struct quantiles {
 	uint64_t med;		/* v[n / 2] */
 	uint64_t p10;		/* v[n / 10] */
 	uint64_t p90;		/* v[n * 9 / 10] */
+	double trim;		/* mean of v[n / 10] .. v[n - 1 - n / 10] */
 };
 
-/* Sort @v (@n > 0 values) in place and take its quantiles. */
+/*
+ * Sort @v (@n > 0 values) in place and take its quantiles, and the mean
+ * with a tenth cut from each end: where a sample's iterations spread over
+ * a few TSC steps, the median sits on the step's grid and the trimmed
+ * mean does not.
+ */
 void quantiles(uint64_t *v, long n, struct quantiles *q);
 
 /*

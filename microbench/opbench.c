@@ -285,14 +285,15 @@ bool emit_sample(struct bench_ctx *ctx, int sample, const struct iters *it,
 	emit_head(ctx, "sample");
 	printf(",\"sample\":%d,\"loops\":%ld,\"loop\":\"%s\",\"clock\":\"tsc\","
 	       "\"tsc_median\":%llu,\"tsc_p10\":%llu,\"tsc_p90\":%llu,"
-	       "\"tsc_mean\":%.3f,\"kept\":%ld,\"counted\":%ld,\"outliers\":%ld,"
+	       "\"tsc_mean\":%.3f,\"tsc_trim\":%.3f,\"kept\":%ld,"
+	       "\"counted\":%ld,\"outliers\":%ld,"
 	       "\"expect\":\"%s\",\"walked\":%ld,\"no_event\":%ld,"
 	       "\"partial\":%ld,\"partial_explained\":%ld,\"missed\":%ld,"
 	       "\"unexpected\":%ld,\"partner_violations\":%ld,\"better\":\"lower\","
 	       "\"walks_per_loop\":%d,",
 	       sample, ctx->loops, unit_of_loop, (unsigned long long)q.med,
 	       (unsigned long long)q.p10, (unsigned long long)q.p90,
-	       (double)sum / it->n, it->n, counted, outliers,
+	       (double)sum / it->n, q.trim, it->n, counted, outliers,
 	       expect_names[ctx->expect], walked, no_event, partial, explained,
 	       missed, unexpected, partner_violations, ctx->walks);
 	if (sw >= 0)

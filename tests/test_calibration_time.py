@@ -446,3 +446,40 @@ def test_ticks_converted_with_the_kernels_tsc_rate():
         assert {x["rate_source"] for x in c.values()} == {"measured"}
         assert [c[i]["scale"] for i in (1, 2)] == [0.4715, 0.4769]
         assert why in c[1]["rate_why"], c[1]["rate_why"]
+
+
+def test_a_sample_on_a_coarse_tsc_is_its_trimmed_mean():
+    """In time, where every sample record has it, a sample's figure is the
+    mean of its iterations with a tenth cut from each end: on a TSC that
+    advances 21 ticks at a time (this machine's) a median sits on that
+    grid. Under icount, or where a record lacks it, the median stays."""
+    from opbench_cells import collect, clocks
+
+    def run_of(with_trim):
+        recs = [{"kind": "clock", "ticks_per_insn": 0.3, "ns_per_tick": 0.5,
+                 "tsc_step": 21}]
+        for s in range(3):
+            r = {"kind": "sample", "bench": "syscall", "flavour": "native",
+                 "nr_ops": 0, "op_type": "null", "reg": "own", "sample": s,
+                 "valid": True, "tsc_median": 210, "tsc_mean": 215.0,
+                 "loop": "getppid", "walks_per_loop": 0}
+            if with_trim:
+                r["tsc_trim"] = 204.0
+            recs.append(r)
+        recs.append({"kind": "gate", "bench": "syscall", "flavour": "native",
+                     "nr_ops": 0, "op_type": "null", "reg": "own",
+                     "valid": True})
+        return {"boots": [{"index": 1, "dir": "rep-1-native", "records": recs,
+                           "tsc_lines": []}]}
+    key = ("syscall", "null", "own", "native", 0)
+    for with_trim, accel, want, metric in (
+            (True, "native", 102.0, "tsc_trim"),
+            (False, "native", 105.0, "tsc_median"),
+            (True, "icount", 210.0, "tsc_median")):
+        run = run_of(with_trim)
+        clock = clocks(run, accel) if accel != "icount" else {
+            1: {"scale": 1.0}}
+        col = collect(run, clock)
+        assert col["metric"] == metric
+        assert col["valid"][key][1] == [pytest.approx(want)] * 3
+    assert clocks(run_of(True), "native")[1]["tsc_step"] == 21

@@ -20,7 +20,7 @@ HEAD_KEYS = {"kind", "bench", "flavour", "kernel", "nr_ops", "op_type", "reg",
              "pad", "via"}
 SAMPLE_KEYS = HEAD_KEYS | {
     "sample", "loops", "loop", "clock", "tsc_median", "tsc_p10", "tsc_p90",
-    "tsc_mean", "counted", "outliers", "expect", "walked", "no_event",
+    "tsc_mean", "tsc_trim", "counted", "outliers", "expect", "walked", "no_event",
     "partial", "partial_explained", "missed", "unexpected",
     "partner_violations", "better", "walks_per_loop", "valid", "why"}
 GATE_KEYS = HEAD_KEYS | {
@@ -125,9 +125,13 @@ def test_records_on_host(opbench):
         assert s["nr_ops"] == 0 and s["flavour"] == "host"
         assert s["loops"] == 100 and s["tsc_median"] > 0
         assert s["tsc_p10"] <= s["tsc_median"] <= s["tsc_p90"]
+        # The mean of the middle eight tenths lies between their ends.
+        assert s["tsc_p10"] <= s["tsc_trim"] <= s["tsc_p90"]
         assert s["counted"] == 100 and s["valid"] is True
     clock = [x for x in recs if x["kind"] == "clock"]
     assert len(clock) == 1 and clock[0]["ticks_per_insn"] > 0
+    # The TSC's step: two reads in a row differ by at least one tick.
+    assert clock[0]["tsc_step"] >= 1
     # The host's own kernel: 0 without rseq (before 6.3: no such entry)
     size = clock[0]["rseq_feature_size"]
     assert size == 0 or size >= 20, clock[0]
