@@ -340,12 +340,36 @@ def test_the_table_says_which_benchmarks_the_profiler_can_window():
     assert all(r["marked"] for n, r in rows.items() if n != "preempt")
 
 
+def _synthetic_report(out, ns, cost):
+    """Each planned boot of the run in OUT given the records a guest would
+    leave (tests/data/make-synthetic-run.py: switch at NS, COST(bench,
+    flavour, N) a loop), then analysed: the report's text."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "synth", os.path.join(TOP, "tests", "data", "make-synthetic-run.py"))
+    synth = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(synth)
+    boots = [json.loads(b) for b in
+             (out / "boots.jsonl").read_text().splitlines()]
+    rng = np.random.default_rng(7)
+    for i, b in enumerate(boots, 1):
+        fl = b["flavour"]
+        synth.write_boot(
+            str(out / b["dir"]), rng, i, fl, "icount", ("0123", "5"),
+            lambda shift, fl=fl: synth.boot_records(
+                rng, "switch", fl, i, shift, ns, 3, cost, False))
+    r = subprocess.run([PY, os.path.join(TOP, "analysis", "analyze.py"),
+                        str(out), "-q"], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return (out / "analysis" / "report.txt").read_text()
+
+
 def test_a_flavour_from_its_declaration_alone(tmp_path):
     """A throwaway flavour, one declaration file in a directory of them
     (FLAVOURS_DIR) and nothing else: the shell reads it as the planner
     does, the run's index plans its boots and records it, and the report
     compares it with ops as a design under its label."""
-    import importlib.util
     import shutil
     decls = tmp_path / "flavours"
     shutil.copytree(os.path.join(TOP, "kernel-patch", "flavours"), decls)
@@ -372,27 +396,11 @@ def test_a_flavour_from_its_declaration_alone(tmp_path):
         ["baseline", "baseline", "mine", "mine", "ops", "ops"]
     # Each boot's records, as a guest would leave them: a walk of 45.2
     # (ops) and 30.0 (mine) instructions per operation, two a loop.
-    spec = importlib.util.spec_from_file_location(
-        "synth", os.path.join(TOP, "tests", "data", "make-synthetic-run.py"))
-    synth = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(synth)
     walk = {"ops": 45.2, "mine": 30.0}
 
     def cost(bench, fl, n):
         return 4456.0 if n == 0 else 4650.0 + 2 * walk[fl] * n
-    rng = np.random.default_rng(7)
-    for i, b in enumerate(boots, 1):
-        fl = b["flavour"]
-        synth.write_boot(
-            str(out / b["dir"]), rng, i, fl, "icount", ("0123", "5"),
-            lambda shift, fl=fl: synth.boot_records(
-                rng, "switch", fl, i, shift, [0, 1, 2, 8, 16], 3, cost,
-                False))
-    r = subprocess.run([PY, os.path.join(TOP, "analysis", "analyze.py"),
-                        str(out), "-q"], capture_output=True, text=True,
-                       timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    text = (out / "analysis" / "report.txt").read_text()
+    text = _synthetic_report(out, [0, 1, 2, 8, 16], cost)
     section = text[text.index("Keep the operations in the kernel?"):]
     assert "mine: a throwaway design" in " ".join(section.split())
     slope = re.search(r"^  switch   mine +([0-9.]+)  \[", section, re.M)
@@ -405,12 +413,7 @@ def test_a_one_operation_path_is_fitted_from_its_declaration(tmp_path):
     FIT_FROM=2: its walk is fitted from N = 2, where the line holds, and
     the report says so; N = 1 keeps its own figure. The same records
     without the declaration bend the slope (N = 1 off the line)."""
-    import importlib.util
     import shutil
-    spec = importlib.util.spec_from_file_location(
-        "synth", os.path.join(TOP, "tests", "data", "make-synthetic-run.py"))
-    synth = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(synth)
     ns = [0, 1, 2, 8, 16]
 
     def cost(bench, fl, n):
@@ -437,20 +440,7 @@ def test_a_one_operation_path_is_fitted_from_its_declaration(tmp_path):
                   BENCHES="switch@" + ",".join(map(str, ns)),
                   FLAVOURS_DIR=str(decls))
         assert r.returncode == 0, r.stderr
-        boots = [json.loads(b) for b in
-                 (out / "boots.jsonl").read_text().splitlines()]
-        rng = np.random.default_rng(7)
-        for i, b in enumerate(boots, 1):
-            fl = b["flavour"]
-            synth.write_boot(
-                str(out / b["dir"]), rng, i, fl, "icount", ("0123", "5"),
-                lambda shift, fl=fl: synth.boot_records(
-                    rng, "switch", fl, i, shift, ns, 3, cost, False))
-        r = subprocess.run([PY, os.path.join(TOP, "analysis", "analyze.py"),
-                            str(out), "-q"], capture_output=True, text=True,
-                           timeout=600)
-        assert r.returncode == 0, r.stderr[-3000:]
-        text = (out / "analysis" / "report.txt").read_text()
+        text = _synthetic_report(out, ns, cost)
         section = text[text.index("Keep the operations in the kernel?"):]
         slope = re.search(r"^  switch   mine +([0-9.]+)  \[", section, re.M)
         assert slope, section[:2000]
