@@ -275,12 +275,18 @@ def _breakeven(d):
             continue
         save = sl[fl] - sl[ANCHOR]
         ci = (diff.get(fl) or {}).get("diff_per_walk_ci")
-        resolved = save > 0 and (ci is None or ci[0] > 0)
+        # What a walk saves, as resolved: +1 ANCHOR's walk is cheaper, -1
+        # dearer, 0 no difference resolved (or no interval to tell).
+        sign = 0 if ci is None else 1 if ci[0] > 0 else -1 if ci[1] < 0 \
+            else 0
         for n in sorted(set(reg.get(fl, {})) & set(res))[:1] + \
                 sorted(set(reg.get(fl, {})) & set(res))[-1:]:
             extra = res[n] - reg[fl][n]
             rows.append({"flavour": fl, "nr_ops": n, "extra": extra,
                          "save_per_walk": save, "save_ci": ci,
-                         "walks": (0 if extra <= 0 else extra / save
-                                   if resolved else None)})
+                         "sign": sign,
+                         # walks after which the cheaper walk has paid for
+                         # the dearer registration (either way round)
+                         "walks": (extra / save if sign and extra * sign > 0
+                                   else None)})
     return rows

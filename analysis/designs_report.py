@@ -151,8 +151,9 @@ def designs_lines(d, a):
                 "What a return costs a user: the same fit on each sample's "
                 "mean per loop, every iteration counted: re-walks, and "
                 "iterations without a walk too (the slope above takes the "
-                "median iteration, which hides both), %s per operation "
-                "per walk:" % unit, WIDTH)
+                "%s, which hides both), %s per operation per walk:" % (
+                    "trimmed mean of the iterations" if a.get("metric") ==
+                    "tsc_trim" else "median iteration", unit), WIDTH)
             lines.append("  %-8s %-10s %10s  %-20s %s" % (
                 "bench", "design", "mean", CI_HEAD, "vs slope"))
             for b, fl, m in means:
@@ -289,15 +290,21 @@ def designs_lines(d, a):
             "slopes per operation. Walks of one operation to pay back one "
             "register and unregister:" % d["anchor"], WIDTH)
         for r in be:
-            if r["walks"] == 0:
-                then = "%s registers for less: it wins from the first " \
-                       "walk" % d["anchor"]
-            elif r["walks"] is None:
-                then = ("%s saved a walk, not resolved from 0: never pays "
-                        "back" % num(r["save_per_walk"], True))
+            s, x, w = r["sign"], r["extra"], num(r["save_per_walk"], True)
+            if s > 0 and x > 0:
+                then = "%s saved a walk: %.0f walks" % (w, r["walks"])
+            elif s < 0 and x < 0:
+                then = ("%s a walk dearer: %s wins for the first %.0f "
+                        "walks" % (w, d["anchor"], r["walks"]))
+            elif s >= 0 and x <= 0:
+                then = ("%s registers for less%s: it wins from the first "
+                        "walk" % (d["anchor"], "" if s else
+                                  ", and no walk differs as resolved"))
+            elif s < 0:
+                then = "%s a walk dearer: %s never wins" % (w, d["anchor"])
             else:
-                then = "%s saved a walk: %.0f walks" % (
-                    num(r["save_per_walk"], True), r["walks"])
+                then = ("%s a walk, not resolved from 0: no number of walks "
+                        "pays it back as measured" % w)
             lines += textwrap.wrap(
                 "vs %-4s N=%-5d %s a round trip; %s" % (
                     r["flavour"], r["nr_ops"], num(r["extra"], True), then),

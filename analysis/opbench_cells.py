@@ -258,7 +258,9 @@ def collect(run, clock):
             c = preempt_gaps.combine(recs, foreign_ok=True)
             scale = clock.get(boot, {}).get("scale", 1.0)
             preempt.setdefault(key, {})[boot] = c
-            samples[key][boot] = [x * scale for x in c["sample_medians"]]
+            samples[key][boot] = [x * scale for x in c[
+                "sample_trims" if metric == METRIC_TIME else
+                "sample_medians"]]
             if not c["valid"]:
                 bad_samples[(key, boot)].extend(c["why"])
     invalid = []

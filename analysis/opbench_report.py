@@ -25,7 +25,7 @@ from report_core import (CI_HEAD, CONF, MARK, RULE, WIDTH, ci, compiler_line,
                          field, indented, interval, num, pct, pct_ci, pval,
                          verdict_word)
 import opbench_stats as st
-from opbench_cells import METRIC, METRIC_TEXT, TSC_AGREE
+from opbench_cells import METRIC, METRIC_TEXT, METRIC_TIME, TSC_AGREE
 from tcmalloc_report import tcmalloc_lines
 
 
@@ -434,7 +434,8 @@ def perf_lines(a):
         "perf times whole runs with the guest's clock, interrupts "
         "included, and its loop differs from ours (syscall basic is "
         "getppid like ours; sched pipe -T is a pipe ping-pong where ours "
-        "yields); ours is the median of single iterations.%s" % (
+        "yields); ours is the %s of single iterations.%s" % (
+            "trimmed mean" if a.get("metric") == METRIC_TIME else "median",
             " Converted with each boot's measured nanoseconds per TSC tick."
             if a["accel"] == "icount" else ""))
     return lines

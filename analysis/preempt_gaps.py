@@ -144,6 +144,16 @@ def median(xs):
     return percentile(xs, 50)
 
 
+def trimmed_mean(xs):
+    """The mean of xs with a tenth cut from each end, as opbench's
+    quantiles() takes tsc_trim (common.c); None when xs is empty."""
+    if not xs:
+        return None
+    s = sorted(xs)
+    lo, hi = len(s) // 10, len(s) - len(s) // 10
+    return sum(s[lo:hi]) / (hi - lo)
+
+
 def events(gaps):
     """The record's gaps grouped into events: a list of
     (durations, seq_step, bits), durations being one per gap."""
@@ -374,14 +384,18 @@ def combine(records, foreign_ok=False):
     # tick's cost does not depend on the sample); the limit reported is
     # the median of theirs.
     limits = [_tick_limit(s["p"], out["i"]) for s in used]
-    tick, clean, meds = [], [], []
+    tick, clean, meds, trims = [], [], [], []
     for s, lim in zip(used, limits):
         c = [x for x in s["p"] if lim is None or x <= lim]
         tick += [x for x in s["p"] if lim is not None and x > lim]
         clean += c
         if c:
             meds.append(median(c))
+            trims.append(trimmed_mean(c))
     known = [x for x in limits if x is not None]
     _figures(out, median(known) if known else None, (tick, clean))
     out["sample_medians"] = meds
+    # The same, as opbench's tsc_trim takes a sample's iterations (in time
+    # the analysis takes it: opbench_cells.METRIC_TIME).
+    out["sample_trims"] = trims
     return out

@@ -33,12 +33,16 @@ ROUND_TRIPS = ("syscall", "switch", "signal")
 COLOURS = {"legacy": "tab:orange", "ops": "tab:blue"}
 
 
-def _scale(recs, accel, where):
-    """Ticks to the unit, from the boot's tcmodel clock records, checked as
-    opbench's are (opbench_cells.clocks); None without a clock record."""
-    c = clocks({"boots": [{"index": 0, "dir": where,
-                                        "records": recs}]}, accel)
-    return c[0]["scale"] if c else None
+def _scales(run, per, accel):
+    """{boot: ticks to the unit} from each boot's tcmodel clock records,
+    checked and converted as opbench's are, all boots at once so that
+    one TSC rate source holds for the run (opbench_cells.clocks); a boot
+    without a clock record has none."""
+    lines = {b["index"]: b.get("tsc_lines") for b in run["boots"]}
+    c = clocks({"boots": [{"index": boot, "dir": "boot %d" % boot,
+                           "records": recs, "tsc_lines": lines.get(boot)}
+                          for boot, recs in per.items()]}, accel)
+    return {boot: x["scale"] for boot, x in c.items()}
 
 
 def analyse(run, a):
@@ -52,9 +56,10 @@ def analyse(run, a):
     counts = collections.defaultdict(collections.Counter)
     bad = collections.defaultdict(list)
     unsupported = {}
+    scales = _scales(run, per, a["accel"])
     for boot, recs in sorted(per.items()):
         fl = flavour_of[boot]
-        scale = _scale(recs, a["accel"], "boot %d" % boot)
+        scale = scales.get(boot)
         for r in recs:
             if r.get("no_ops") or r.get("kind") not in ("tcm",
                                                           "tcm-unsupported"):

@@ -248,34 +248,41 @@ static uint64_t min_ticks(long n, int tries, double *ns)
 }
 
 /*
+ * The TSC's step: the greatest common divisor of the differences between
+ * two reads in a row, over @tries pairs (a difference is the read's own
+ * latency rounded to the step, so their divisor is the step, not the
+ * latency). Some TSCs advance by more than one tick at a time (this
+ * project's development machine: 21), which puts every median on a grid
+ * of that step. 0 when no pair differed.
+ */
+static uint64_t tsc_step(int tries)
+{
+	uint64_t step = 0;
+
+	for (int i = 0; i < tries; i++) {
+		uint64_t a = tsc_now(), b = tsc_now(), d = b > a ? b - a : 0;
+
+		while (d) {
+			uint64_t r = step % d;
+
+			step = d;
+			d = r;
+		}
+	}
+	return step;
+}
+
+/*
  * What one TSC tick is here, measured, not assumed: the ticks a loop of a
  * known number of instructions takes (the difference of two lengths, so
  * the reads' own cost cancels; the fewest of several runs, so an interrupt
  * does not count), and the guest's CLOCK_MONOTONIC nanoseconds per tick.
- * Under QEMU icount ticks_per_insn is 1: a tick is an instruction.
+ * Under QEMU icount ticks_per_insn is 1: a tick is an instruction. And
+ * the TSC's step (tsc_step()).
  * With it, what the kernel says of itself that the designs table shows:
  * AT_RSEQ_FEATURE_SIZE, the part of struct rseq it knows (0: no such
  * entry in the auxiliary vector).
  */
-/*
- * The TSC's step: the smallest non-zero difference between two reads in a
- * row, over @tries pairs. Some TSCs advance by more than one tick at a
- * time (this project's development machine: 21), which puts every median
- * on a grid of that step.
- */
-static uint64_t tsc_step(int tries)
-{
-	uint64_t best = UINT64_MAX;
-
-	for (int i = 0; i < tries; i++) {
-		uint64_t a = tsc_now(), b = tsc_now();
-
-		if (b > a && b - a < best)
-			best = b - a;
-	}
-	return best == UINT64_MAX ? 0 : best;
-}
-
 void emit_clock(void)
 {
 	const long n1 = 20000, n2 = 120000;

@@ -305,6 +305,13 @@ def test_report_width_and_units(tmp_path, accel):
         assert "ns (emulated) per loop" in text
         assert "not hardware time" in text
         assert "instructions" not in text
+    # In time a sample's figure is its trimmed mean (every record has it),
+    # and the header says so; under icount the median.
+    a = opbench_data.analyse(run)
+    assert a["metric"] == ("tsc_median" if accel == "icount" else "tsc_trim")
+    flat = " ".join(text.split())
+    assert ("a sample's figure: the mean of its iterations, a tenth cut "
+            "from each end" in flat) == (accel != "icount")
 
 
 # The command and the notebook ---------------------------------------------

@@ -196,6 +196,10 @@ def test_report_in_ns_with_the_host_state(aa_run):
         vm = any(ln.startswith("flags") and "hypervisor" in ln.split()
                  for ln in f)
     assert ("Hypervisor  the CPU flags say hypervisor" in head) == vm, head
+    # In time: the trimmed mean of a sample's iterations, and the ticks
+    # converted by one rate for the whole run.
+    assert a["metric"] == "tsc_trim" and a["tsc_step"], a["tsc_step"]
+    assert len(a["clock_values"]["rate_source"]) == 1
 
 
 def test_ops_cells_unsupported_not_failed(aa_run):

@@ -186,7 +186,8 @@ def boot_records(rng, bench, flavour, boot, shift, ns=NS, samples=SAMPLES,
                             "yield round trip (2 switches)",
                             clock="tsc", tsc_median=round(v, 3),
                             tsc_p10=round(v - 2, 3), tsc_p90=round(v + 2, 3),
-                            tsc_mean=round(v + 3, 3), counted=1000,
+                            tsc_mean=round(v + 3, 3), tsc_trim=round(v, 3),
+                            counted=1000,
                             outliers=1, expect="none" if bench == "syscall"
                             else "switch", walked=0 if bench == "syscall"
                             or n == 0 else 1000 if ok else 990,
@@ -246,7 +247,7 @@ def write_boot(d, rng, i, fl, accel, series_hash, records):
     shift = rng.normal(0, 0.5)
     recs = [{"kind": "clock", "flavour": fl, "kernel": "7.2.13-" + fl,
              "clock": "tsc", "insns": 200000, "ticks": 200000,
-             "ticks_per_insn": 1.0, "ns_per_tick": 1.0}]
+             "ticks_per_insn": 1.0, "ns_per_tick": 1.0, "tsc_step": 1}]
     recs += records(shift)
     with open(os.path.join(d, "opbench.json"), "w") as f:
         for r in recs:
