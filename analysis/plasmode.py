@@ -134,8 +134,9 @@ def analyse(rdir, ks, subsets, seed):
 
 
 def render(res):
-    lines = ["Plasmode A/A: %s against %s in run %s" % (
-        res["labels"][1], res["labels"][0], res["run"]), ""]
+    lines = ["Plasmode A/A: %s against %s" % (res["labels"][1],
+                                               res["labels"][0]),
+             "run %s" % res["run"], ""]
     lines += indented(
         "The running kernel against itself, both labels in every round of "
         "one boot. Each row draws sets of k rounds, swaps the labels at "
