@@ -33,6 +33,7 @@ Where the inputs' other provenance lines differ (the running kernel, the
 host state of each session), the merged provenance says "differs" with
 each value, so that the report's header shows it.
 """
+import collections
 import os
 import shutil
 import sys
@@ -154,17 +155,21 @@ def boot_rounds(reps):
     ordinal of that boot among its label's boots, in the order they first
     ran); and {label: boots}."""
     units, rounds, first, ordinal = [], [], {}, {}
+    boots = collections.Counter()
     for i, r in enumerate(reps, 1):
         label, boot = r[3], r[5]
         if (label, boot) not in first:
             first[(label, boot)] = i
-            ordinal[(label, boot)] = sum(1 for x in first if x[0] == label) - 1
+            ordinal[(label, boot)] = boots[label]
+            boots[label] += 1
         units.append(first[(label, boot)])
         rounds.append(ordinal[(label, boot)])
-    boots = {}
-    for label, _ in first:
-        boots[label] = boots.get(label, 0) + 1
-    return units, rounds, boots
+    return units, rounds, dict(boots)
+
+
+def few_boots(labels, boots):
+    """The labels with fewer than MIN_BOOTS boots, in label order."""
+    return [x for x in labels if boots[x] < MIN_BOOTS]
 
 
 def merged_provenance(runs, provs, order, rounds, labels, units, boots):
@@ -180,7 +185,7 @@ def merged_provenance(runs, provs, order, rounds, labels, units, boots):
     lines.append("boots_per_flavour=%d" % max(boots[x] for x in labels))
     lines.append("machine_boots=%s" % " ".join(
         "%s:%d" % (x, boots[x]) for x in labels))
-    few = [x for x in labels if boots[x] < MIN_BOOTS]
+    few = few_boots(labels, boots)
     if few:
         lines.append("few_boots=%s" % " ".join(
             "%s:%d" % (x, boots[x]) for x in few))
@@ -255,7 +260,7 @@ def main(argv):
                               for x in labels), argv[1]), file=sys.stderr)
     print("merge_runs: the unit compared is the boot: %s" % ", ".join(
         "%s %d" % (x, boots[x]) for x in labels), file=sys.stderr)
-    few = [x for x in labels if boots[x] < MIN_BOOTS]
+    few = few_boots(labels, boots)
     if few:
         print("merge_runs: fewer than %d boots of %s: a difference of a few "
               "per cent between boots is not resolved; the report's header "

@@ -308,16 +308,18 @@ def _tick_limit(p, i):
     return m + max(0.5 * median(i), TICK_SPREAD * 1.4826 * mad)
 
 
+def _split(p, limit):
+    """P-gaps above LIMIT (tick-coincident) and the others (clean)."""
+    return ([x for x in p if limit is not None and x > limit],
+            [x for x in p if limit is None or x <= limit])
+
+
 def _figures(out, limit, split=None):
     """The figures of out's P-gaps and I-gaps, the P-gaps above LIMIT
     taken as tick-coincident; SPLIT: (tick, clean) decided already, per
     sample (combine), LIMIT then only reported."""
     p, i = out["p"], out["i"]
-    if split is not None:
-        tick, clean = split
-    else:
-        tick = [x for x in p if limit is not None and x > limit]
-        clean = [x for x in p if limit is None or x <= limit]
+    tick, clean = split if split is not None else _split(p, limit)
     out.update({
         "p_median": median(p), "p10": percentile(p, 10),
         "p90": percentile(p, 90), "p99": percentile(p, 99),
@@ -386,8 +388,8 @@ def combine(records, foreign_ok=False):
     limits = [_tick_limit(s["p"], out["i"]) for s in used]
     tick, clean, meds, trims = [], [], [], []
     for s, lim in zip(used, limits):
-        c = [x for x in s["p"] if lim is None or x <= lim]
-        tick += [x for x in s["p"] if lim is not None and x > lim]
+        t, c = _split(s["p"], lim)
+        tick += t
         clean += c
         if c:
             meds.append(median(c))
