@@ -557,8 +557,7 @@ def header_facts(run):
             # (opbench_io._pool_units): how many there were, and the
             # kernels with fewer boots than the merge wants.
             "repetitions": sum(len(b.get("reps") or [0]) for b in boots),
-            "pooled": any(len(b.get("reps") or []) > 1 for b in boots)
-            or bool(p.get("boot_units")),
+            "pooled": bool(p.get("boot_units")),
             "few_boots": p.get("few_boots", ""),
             # Merged before make merge knew boots: repetitions paired.
             "merged_by_repetition": bool(p.get("merged_from"))
