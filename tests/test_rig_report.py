@@ -23,6 +23,7 @@ import guest_run  # noqa: E402
 def own_events(monkeypatch):
     """Each test's events are its own, not this run's summary."""
     monkeypatch.setattr(rigreport, "EVENTS", [])
+    monkeypatch.setattr(rigreport, "TALLY", rigreport.new_tally())
 
 
 def fake_boot(outcomes):
@@ -151,6 +152,44 @@ def test_skip_lists_hold_per_configuration():
     # The load skip passes, counted for the summary.
     assert [e[0] for e in rigreport.EVENTS] == ["selftest skip (load)"]
     assert "no_reset_without_schedule" in rigreport.EVENTS[0][2]
+
+
+def test_a_case_that_skipped_for_load_every_time_fails_the_run():
+    """One load skip is allowed; a case that ran twice or more in the run
+    and skipped for load each time proved nothing, and fails it. Skips for
+    a configuration reason are not executions."""
+    quick = ("# 1x skipped: race.racing_registrations_of_one_node (the two "
+             "registrations never overlapped in 956 rounds)\n"
+             "# rseq_op_test passed 1 round(s) in a row\n")
+    rigreport.check_selftest_skips(quick, "default", "quick")
+    assert rigreport.load_skip_problems() == []
+    # The one-round debug run: the same case ran and passed.
+    debug = "# ok 40 race.racing_registrations_of_one_node\n"
+    rigreport.tally(debug)
+    assert rigreport.load_skip_problems() == []
+    t = rigreport.new_tally()
+    skip = ("# ok 40 race.racing_registrations_of_one_node # SKIP the two "
+            "registrations never overlapped in 12 rounds\n")
+    rigreport.tally(quick, t)
+    rigreport.tally(skip, t)
+    (p,) = rigreport.load_skip_problems(t)
+    assert p.startswith("race.racing_registrations_of_one_node skipped for "
+                        "load in each of its 2 executions"), p
+    # A case whose other executions were configuration skips ran once.
+    t = rigreport.new_tally()
+    rigreport.tally(ONE_ROUND, t)
+    rigreport.tally(ONE_ROUND.replace("# SKIP preempted in each of 50 "
+                                      "attempts", "# SKIP rseq debug mode"), t)
+    assert rigreport.load_skip_problems(t) == []
+    assert t["case_runs"]["global.no_reset_without_schedule"] == 2
+    # And the summary says so when the run's tally fails.
+    rigreport.TALLY.update(rigreport.new_tally())
+    rigreport.tally(quick)
+    rigreport.tally(skip)
+    rigreport.tally(skip.replace("ok 40", "ok 41"))
+    assert any(l.startswith("FAILED: race.racing_registrations_of_one_node "
+                            "skipped for load in each of its 3 executions")
+               for l in rigreport.summary(None)), rigreport.summary(None)
 
 
 def test_unexpected_configuration_skip_fails():
