@@ -71,6 +71,49 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line(l)
 
 
+def library_versions():
+    """The versions of the libraries a golden file's figures come from:
+    Debian's numpy, scipy and matplotlib move with the mirror, and a point
+    release can move a digit of a golden report."""
+    import matplotlib
+    import numpy
+    import scipy
+    return "numpy %s, scipy %s, matplotlib %s, python %s" % (
+        numpy.__version__, scipy.__version__, matplotlib.__version__,
+        sys.version.split()[0])
+
+
+def check_golden(path, text):
+    """TEXT against the golden file PATH, whose libraries' versions are
+    kept beside it (PATH.versions). REGEN_GOLDEN=1 rewrites both. On a
+    difference the message names the versions it was written with and
+    this run's, so that drift of the mirror's libraries is told from a
+    change of the analysis."""
+    vpath = path + ".versions"
+    if os.environ.get("REGEN_GOLDEN"):
+        with open(path, "w") as f:
+            f.write(text)
+        with open(vpath, "w") as f:
+            f.write(library_versions() + "\n")
+        return
+    with open(path) as f:
+        want = f.read()
+    if text == want:
+        return
+    try:
+        with open(vpath) as f:
+            then = f.read().strip()
+    except OSError:
+        then = "not recorded"
+    now = library_versions()
+    drift = "the same libraries: the analysis changed" if then == now else \
+        "the libraries differ: a point release may have moved a figure"
+    assert text == want, (
+        "%s differs from this run's text; written with %s, this run has %s "
+        "(%s). Read the diff, then regenerate with REGEN_GOLDEN=1" % (
+            os.path.relpath(path, TOP), then, now, drift))
+
+
 def run(cmd, **kw):
     return subprocess.run(cmd, cwd=TOP, capture_output=True, text=True, **kw)
 

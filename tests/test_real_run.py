@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 
-from conftest import TOP
+from conftest import TOP, check_golden
 
 DATA = os.path.join(TOP, "tests", "data")
 RUN = os.path.join(DATA, "quick-run")
@@ -29,9 +29,5 @@ def test_real_quick_run_report_unchanged(tmp_path):
     assert r.returncode == 0, r.stderr
     with open(d / "analysis" / "report.txt") as f:
         text = f.read()
-    if os.environ.get("REGEN_GOLDEN"):
-        with open(GOLDEN, "w") as f:
-            f.write(text)
-    with open(GOLDEN) as f:
-        assert text == f.read()
+    check_golden(GOLDEN, text)
     assert "Instructions are not time" in " ".join(text.split())

@@ -166,6 +166,14 @@ def one_boot_rate(ref_meds, new_one):
     return float(np.mean(2 * stats.t.sf(t, k - 1) < 0.05))
 
 
+# Seeds and bands: every generator in this file is seeded, so one tree with
+# one set of libraries gets the same verdict every time (no flake per CI
+# run). A re-seed, another number of simulations or a numpy release whose
+# streams differ is a new draw: each two-sided band of 3 standard errors
+# then fails a correct tree with probability 0.27 %, and n bands checked
+# together with 1 - 0.9973^n (about 8 % for 30). A band that fails after
+# such a change is a draw to read (run it with a few other seeds), not a
+# band to widen at once.
 def binomial_band(rate, n):
     return 3 * math.sqrt(rate * (1 - rate) / n)
 
