@@ -309,17 +309,27 @@ def smoke(opbench):
     return recs
 
 
+# Runs of the host smoke test before it gives up on an undisturbed one
+# (each takes about a second).
+ATTEMPTS = 10
+
+
 def test_host_smoke_run(opbench):
     """N = 0 needs no kernel support: 2 samples of 20 P-gaps each, every one
     classified valid and reconciled. This host runs other tasks (a guest's
     QEMU among them): one preempting the spinner adds an involuntary
     switch, which the analysis accepts (rule 8, foreign_ok), and one holding
     the CPU across a period disturbs the sample (two wake-ups in one gap);
-    a run with a disturbed sample is repeated, three times at most. A
-    violation fails at once."""
+    a run with a disturbed sample is repeated, ATTEMPTS times at most, and
+    every sample of every run must be classified valid (a violation fails
+    at once). The exact counts need an undisturbed run: when the host
+    disturbed all of them the test skips, and the skip is printed in the
+    run's summary (conftest.py), not capped: only the host's load decides
+    it, and a verdict that load decides is what make test must not have.
+    Measured alone on the 2-core machine: see tests/notes."""
     if os.geteuid() != 0:
         pytest.skip("SCHED_FIFO for the waker needs root")
-    for attempt in range(3):
+    for attempt in range(ATTEMPTS):
         recs = smoke(opbench)
         gaps = [x for x in recs if x["kind"] == "gaps"]
         assert [g["sample"] for g in gaps] == [0, 1]
@@ -329,8 +339,8 @@ def test_host_smoke_run(opbench):
         if all(c["used"] for c in cs):
             break
     else:
-        pytest.skip("this host disturbed the spinner in three runs: %s" %
-                    [c["disturbed"] for c in cs])
+        pytest.skip("this host disturbed the spinner in %d runs (the "
+                    "last: %s)" % (ATTEMPTS, [c["disturbed"] for c in cs]))
     gate = [x for x in recs if x["kind"] == "gate"]
     assert len(gate) == 1 and gate[0]["valid"] is True
     for g, c in zip(gaps, cs):
