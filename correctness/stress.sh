@@ -114,9 +114,12 @@ case ",${SCENARIO:-}," in
 esac
 cat > "$out/guest-stress.sh" <<EOF
 #!/bin/sh
-# Hung tasks reported after 30 s instead of 120 s; lockups at 10 s.
-echo 30 > /proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
-echo 10 > /proc/sys/kernel/watchdog_thresh 2>/dev/null
+# The debug kernel's watchdogs keep their default thresholds (hung tasks
+# at 120 s, soft lockups at 20 s): under TCG they are wall clocks, which a
+# busy host stops; a report while the host starved QEMU is classed as
+# such (vm-images/opbench_vm.py, starved_watchdog). A task that hangs
+# shorter than 120 s still fails the run, by the stress program's alarms
+# or the boot's time limit.
 $swap
 nb=/sys/kernel/debug/sched/numa_balancing
 [ -d /sys/kernel/debug/sched ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null

@@ -290,3 +290,72 @@ def test_unexplained_observations_reach_the_summary():
     assert rigreport.check_selftest_skips(text, "default", "here") == []
     assert ("unexplained", "here",
             "1 words on dropped pages still set after a switch") in rigreport.EVENTS
+
+
+def watchdog_boot(tmp_path, monkeypatch, console, window):
+    """guest_run.boot() with a launch that wrote CONSOLE and a record
+    whose worst STARVE_WINDOW_S seconds held WINDOW seconds of wait."""
+    import opbench_vm
+    kdir = tmp_path / "k"
+    kdir.mkdir()
+    (kdir / "provenance").write_text("flavour=ops\n")
+    out = tmp_path / "boot"
+
+    def main(args):
+        (out / "console.log").write_text(console)
+        (out / "vm.json").write_text(json.dumps({
+            "qemu_command": ["qemu"], "outcome": "kernel-splat",
+            "host_max_wait_window": {"s": 20, "wait_s": window,
+                                     "end_s": 41.0}}))
+        return opbench_vm.EXIT_SPLAT
+    monkeypatch.setattr(opbench_vm, "main", main)
+    monkeypatch.setattr(guest_run, "launcher_args", lambda *a: [])
+    o = Opts(out)
+    o.copy, o.command = [], ["true"]
+    return guest_run.boot(o, str(kdir), "i", []), out
+
+
+LOCKUP = ("OPBENCH-START\nwatchdog: BUG: soft lockup - CPU#1 stuck for 23s! "
+          "[rseq_op_stress:312]\nCall Trace:\n")
+
+
+def test_a_watchdog_under_host_starvation_is_a_void_boot(tmp_path,
+                                                         monkeypatch, capsys):
+    """R9: a soft lockup while the host kept QEMU waiting half of a
+    20-second window is the emulator's, not the kernel's: void (booted
+    again once by boot_unless_void), said so, and kept in the record."""
+    (st, void), out = watchdog_boot(tmp_path, monkeypatch, LOCKUP, 14.5)
+    assert (st, void) == (125, True)
+    err = capsys.readouterr().err
+    assert "emulator starvation" in err and "14.5 s in 20 s" in err
+    rec = json.loads((out / "vm.json").read_text())
+    assert any("soft lockup" in w for w in rec["warnings"])
+
+
+@pytest.mark.parametrize("console,window", [
+    (LOCKUP, 6.0),      # the host ran the guest: the kernel's own problem
+    ("OPBENCH-START\nBUG: KASAN: use-after-free in rseq_ops_apply\n"
+     "watchdog: BUG: soft lockup - CPU#1 stuck for 23s!\n", 30.0),
+])
+def test_other_kernel_problems_stay_failures(tmp_path, monkeypatch, console,
+                                             window):
+    (st, void), _ = watchdog_boot(tmp_path, monkeypatch, console, window)
+    assert (st, void) == (125, False)
+
+
+def test_host_share_keeps_the_worst_window(monkeypatch):
+    """HostShare's worst STARVE_WINDOW_S seconds of run-queue wait, from
+    one sample a second: 1 s of wait a second for 30 s is 20 s in the
+    worst window, ending 20 s or more after the first sample."""
+    import opbench_vm
+    waits = iter([0.0] * 10 + [float(i) for i in range(31)] + [30.0] * 10)
+    monkeypatch.setattr(opbench_vm, "cpu_seconds", lambda pid: 1.0)
+    monkeypatch.setattr(opbench_vm, "runqueue_wait", lambda pid: next(waits))
+    rec = {}
+    share = opbench_vm.HostShare(1, rec)
+    for t in range(51):
+        share.sample(float(t))
+    w = rec["host_max_wait_window"]
+    assert w["s"] == opbench_vm.STARVE_WINDOW_S == 20
+    assert w["wait_s"] == 20.0 and w["end_s"] >= 30.0
+    assert rec["host_max_wait_per_s"] == 1.0

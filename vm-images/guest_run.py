@@ -29,6 +29,11 @@ A boot whose first kernel problem came before the command started is void,
 not a verdict on the command: it is booted once more, the same way for
 every driver, with the void boot's files moved to DIR/void-1/ and the count
 in vm.json ("void_boots") and on stderr. A second void boot fails (125).
+So is a boot whose first kernel problem is a watchdog's report (a soft
+lockup, an RCU stall, a hung task) while the host kept QEMU's threads
+waiting for half of some 20 seconds: under TCG those watchdogs are wall
+clocks, and the host stopped them (opbench_vm.starved_watchdog; the reason
+goes to vm.json's warnings).
 
 Exit status: the guest command's, or opbench-vm's (124 timeout, 125 kernel
 problem, 126 no boot), or 2 for a bad request (named on stderr).
@@ -230,6 +235,21 @@ def boot(opts, kdir, image, argv):
               "command started: this boot is void, not a verdict on the "
               "command (%s)" % os.path.join(opts.out, "kernel-problems.txt"),
               file=sys.stderr)
+        return status, True
+    starved = None
+    if splats and os.path.exists(record):
+        with open(record) as f:
+            starved = opbench_vm.starved_watchdog(console, json.load(f))
+    if starved:
+        print("guest-run: %s: this boot is void (%s)" % (
+            starved, os.path.join(opts.out, "kernel-problems.txt")),
+            file=sys.stderr)
+        with open(record) as f:
+            rec = json.load(f)
+        rec.setdefault("warnings", []).append(starved)
+        with open(record, "w") as f:
+            json.dump(rec, f, indent=1, sort_keys=True)
+            f.write("\n")
         return status, True
     return status, False
 

@@ -610,15 +610,31 @@ def runqueue_wait(pid):
     return total / 1e9
 
 
+# A guest kernel's watchdogs are wall clocks under TCG: the soft-lockup
+# detector reports a CPU that did not schedule for 2 * watchdog_thresh (20 s
+# by default), RCU a grace period that did not end in 21 s, the hung-task
+# detector a task blocked for 120 s. A host that does not run QEMU's
+# threads for that long fires them with no fault in the guest kernel.
+STARVE_WINDOW_S = 20
+# The console's first line of such a report.
+WATCHDOG_RE = re.compile(r"soft lockup|hard LOCKUP|rcu.*detected stall|"
+                         r"blocked for more than")
+
+
 class HostShare:
     """What the host gave a QEMU process while it ran: CPU time, run-queue
-    wait in all, and the most run-queue wait in any one second of wall
-    time, sampled about once a second into the boot's record."""
+    wait in all, the most run-queue wait in any one second of wall time,
+    and the most in any STARVE_WINDOW_S seconds (with when that window
+    ended, in seconds since the launch), sampled about once a second into
+    the boot's record."""
 
     def __init__(self, pid, record):
         self.pid, self.record = pid, record
         self.last_t, self.last_wait = None, None
+        self.t0, self.window = None, []
         record["host_max_wait_per_s"] = 0.0
+        record["host_max_wait_window"] = {"s": STARVE_WINDOW_S,
+                                          "wait_s": 0.0, "end_s": None}
 
     def sample(self, now):
         if self.last_t is not None and now - self.last_t < 1.0:
@@ -634,7 +650,37 @@ class HostShare:
             per_s = (wait - self.last_wait) / (now - self.last_t)
             if per_s > self.record["host_max_wait_per_s"]:
                 self.record["host_max_wait_per_s"] = round(per_s, 3)
+        if self.t0 is None:
+            self.t0 = now
+        self.window.append((now, wait))
+        while now - self.window[0][0] > STARVE_WINDOW_S:
+            self.window.pop(0)
+        worst = self.record["host_max_wait_window"]
+        in_window = wait - self.window[0][1]
+        if in_window > worst["wait_s"]:
+            worst["wait_s"] = round(in_window, 2)
+            worst["end_s"] = round(now - self.t0, 1)
         self.last_t, self.last_wait = now, wait
+
+
+def starved_watchdog(console, record):
+    """Why a boot's kernel problem is the host's, or None: its first
+    report is a watchdog's (WATCHDOG_RE) and the host kept QEMU's threads
+    waiting for at least half of some STARVE_WINDOW_S seconds (the boot's
+    record, HostShare). Such a boot is void, not a verdict on the kernel:
+    guest_run.py boots it again once."""
+    splats = find_splats(console)
+    if not splats or not WATCHDOG_RE.search(splats[0]):
+        return None
+    worst = record.get("host_max_wait_window") or {}
+    w = worst.get("wait_s") or 0.0
+    s = worst.get("s") or STARVE_WINDOW_S
+    if w < s / 2:
+        return None
+    return ("the guest kernel's watchdog fired (%s) while the host kept "
+            "QEMU's threads waiting %.1f s in %d s (the window ending %s s "
+            "after the launch): emulator starvation, not a kernel problem"
+            % (splats[0].strip()[:120], w, s, worst.get("end_s")))
 
 
 def boot_once(opts, accel, script, logfile, record, pin=None, probe=None):
