@@ -31,7 +31,7 @@ every driver, with the void boot's files moved to DIR/void-1/ and the count
 in vm.json ("void_boots") and on stderr. A second void boot fails (125).
 So is a boot whose first kernel problem is a watchdog's report (a soft
 lockup, an RCU stall, a hung task) while the host kept QEMU's threads
-waiting for half of some 20 seconds: under TCG those watchdogs are wall
+waiting 20 seconds in some 20 seconds (summed over the threads): under TCG those watchdogs are wall
 clocks, and the host stopped them (opbench_vm.starved_watchdog; the reason
 goes to vm.json's warnings).
 
