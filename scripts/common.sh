@@ -165,6 +165,27 @@ flavour_series() {
 	[ -z "$s" ] || echo "$TOPDIR/$s"
 }
 
+# flavour_series_hash NAME: the hash kernel-build.sh gives the series
+# NAME is built from when no SERIES is named on its command line (its
+# declaration's, or SERIES_<name>, with EXTRA after it): "none" for the
+# pristine tree; nothing, and status 1, when it cannot be told (a flavour
+# with no declared series, a series that does not exist).
+flavour_series_hash() {
+	local s x patches=() extra=()
+	s=$(flavour_series "$1")
+	if [ -z "$s" ]; then
+		[ "$(flavour_get "$1" FIXED)" = 1 ] || return 1
+		echo none
+		return 0
+	fi
+	[ -e "$s" ] || return 1
+	mapfile -t patches < <(patch_list "$(realpath "$s")")
+	x=$(flavour_get "$1" EXTRA)
+	[ -z "$x" ] || mapfile -t extra < <(patch_list "$TOPDIR/$x")
+	[ ${#patches[@]} -gt 0 ] || return 1
+	hash_files "${patches[@]}" ${extra[@]+"${extra[@]}"}
+}
+
 # op_semantics FLAVOUR: how a flavour treats a registered node: "resident"
 # (read once at registration, later writes ignored) or "list" (re-read at
 # every walk), as its declaration says; a flavour without one is taken
@@ -294,12 +315,28 @@ flavour_key() {
 kernel_dir() { _flavour_path kernel "$1" bzImage; }
 kernel_tree() { _flavour_path tree "$1" Makefile; }
 _flavour_path() {
-	local key dir
+	local key dir have want
 	# set -e is off inside $(...): stop here, not with a second message.
 	key=$(flavour_key "$1" "$2") || exit 1
 	split_flavour "$2"
 	dir=$(manifest_get "$key") && [ -f "$dir/$3" ] ||
 		die "flavour '$FLAVOUR_NAME' ($KCONFIG kernel configuration, $FLAVOUR_TOOLCHAIN toolchain) is not built: make kernels FLAVOURS=$2 KCONFIG=$KCONFIG (manifest: $MANIFEST)"
+	# Build trees and kernels are keyed by source, toolchain, configuration
+	# and flavour, not by series: another checkout sharing CACHE_DIR with
+	# another series rebuilds them. What it left is refused, not booted:
+	# a kernel built from its declared series must be built from this
+	# checkout's (one built from a SERIES named to make kernel is the
+	# caller's to know).
+	if [ "$1" = kernel ]; then
+		[ "$(sed -n 's/^series_named=//p' "$dir/provenance" 2>/dev/null)" = 1 ] ||
+			have=$(sed -n 's/^series_hash=//p' "$dir/provenance" 2>/dev/null)
+	else
+		have=$(cat "$dir/_build/.series-hash" 2>/dev/null)
+	fi
+	if [ -n "${have:-}" ] && want=$(flavour_series_hash "$FLAVOUR_NAME") &&
+		[ "$have" != "$want" ]; then
+		die "flavour '$FLAVOUR_NAME' in $dir was built from series $have, not from this checkout's $(flavour_series "$FLAVOUR_NAME" | sed "s|^$TOPDIR/||") ($want): another checkout that shares CACHE_DIR=$CACHE_DIR rebuilt it. Run make kernels FLAVOURS=$2 KCONFIG=$KCONFIG here, or give each checkout a CACHE_DIR of its own"
+	fi
 	echo "$dir"
 }
 

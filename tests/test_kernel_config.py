@@ -271,3 +271,38 @@ def test_kernel_path_is_a_pure_manifest_lookup(tmp_path):
     r = run([kp, "a/b@host"], env=env)
     assert r.returncode != 0 and "may only hold" in r.stderr
     assert not (stub / "CALLED").exists()
+
+
+def test_a_kernel_of_another_checkouts_series_is_refused(tmp_path):
+    """Kernels are keyed by source, toolchain, configuration and flavour,
+    not by series: a checkout that shares CACHE_DIR with another series
+    finds the other's build. kernel-path.sh (and every kernel_dir) refuses
+    one built from another series than this checkout declares, naming
+    both and the fix; one built from this checkout's, the pristine tree's
+    "none", a SERIES named to make kernel, or with no hash recorded
+    (an older build, a fake) is found."""
+    m = fake_manifest(tmp_path, ["trixie/default/ops", "trixie/default/baseline"])
+    ops, base = tmp_path / "trixie_default_ops", tmp_path / "trixie_default_baseline"
+    kp = os.path.join(TOP, "kernel-patch/scripts/kernel-path.sh")
+    env = dict(os.environ, MANIFEST=m, KCONFIG="default")
+    r = run(["bash", "-c", ". scripts/common.sh; flavour_series_hash ops; "
+             "flavour_series_hash baseline; flavour_series_hash nosuch || "
+             "echo unknown"], env=env)
+    assert r.returncode == 0, r.stderr
+    mine, none, unknown = r.stdout.split()
+    assert len(mine) == 16 and (none, unknown) == ("none", "unknown")
+    (base / "provenance").write_text("series_hash=none\nseries_named=0\n")
+    assert run([kp, "baseline"], env=env).returncode == 0
+    for prov, ok in (("series_hash=%s\nseries_named=0\n" % mine, True),
+                     ("flavour=ops\n", True),
+                     ("series_hash=0123456789abcdef\nseries_named=1\n", True),
+                     ("series_hash=0123456789abcdef\nseries_named=0\n", False),
+                     ("series_hash=0123456789abcdef\n", False)):
+        (ops / "provenance").write_text(prov)
+        r = run([kp, "ops"], env=env)
+        assert (r.returncode == 0) == ok, (prov, r.stderr)
+        if not ok:
+            assert "built from series 0123456789abcdef, not from this " \
+                "checkout's kernel-patch/series (%s)" % mine in r.stderr
+            assert "make kernels FLAVOURS=ops KCONFIG=default" in r.stderr
+            assert "CACHE_DIR of its own" in r.stderr

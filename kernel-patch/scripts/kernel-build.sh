@@ -31,6 +31,8 @@ check=
 [ "${1:-}" != --check ] || { check=1; shift; }
 flavour=${1:?usage: kernel-build.sh [--check] FLAVOUR [SERIES]}
 series=${2:-}
+named=0
+[ -z "$series" ] || named=1
 [[ "$flavour" =~ ^[A-Za-z0-9_-]+$ ]] ||
 	die "flavour name '$flavour' may only hold letters, digits, - and _"
 
@@ -216,6 +218,7 @@ source_package=linux-source-$KVER
 source_version=$srcver
 series=${series:-none}${extra[*]:+ + $x}
 series_hash=$series_hash
+series_named=$named
 series_patches=${#patches[@]}
 config_hash=$(sha256sum < "$obj/.config" | cut -c1-16)
 config_fragments=$(for f in "${frags[@]}"; do basename "$f"; done | paste -sd,)
