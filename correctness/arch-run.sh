@@ -4,20 +4,17 @@
 # run the RSEQ-operation tests there.
 #
 # Usage: correctness/arch-run.sh [--check] ARCH FLAVOUR
-#   ARCH     ppc32   powerpc book3s/32 with KUAP (qemu-system-ppc -M mac99,
-#                    one CPU): segments (destinations in several 256 MiB
-#                    segments), then rseq_op_test ROUNDS times, then a
-#                    STRESS-second rseq_op_stress run
-#            arm64   qemu-system-aarch64 -M virt, two CPUs: the same
+#   ARCH     a target declared in vm-images/targets/ (ppc32: powerpc
+#            book3s/32 with KUAP, one CPU; arm64: two CPUs): segments
+#            (destinations in several 256 MiB segments), then rseq_op_test
+#            ROUNDS times, then a STRESS-second rseq_op_stress run
 # Env:   ROUNDS (rseq_op_test runs; default 10), STRESS (seconds of
 #        rseq_op_stress; default 60, 0 for none), TIMEOUT (seconds for the
 #        whole guest; default 3600), ICOUNT (yes: -icount shift=0,sleep=off,
-#        a guest clock that counts instructions and skips idle time, the
-#        default on ppc32; no: plain multi-threaded TCG, the default on
-#        arm64, whose two vCPUs icount would run in turn, so that a spin
-#        on another CPU's store lasts a whole time slice and
-#        rseq_op_test's racing-registration case times out), OPTEST_FLAVOUR (run that
-#        flavour's rseq_op_test, e.g. ops' on v2), RESULTS_ROOT, CACHE_DIR
+#        a guest clock that counts instructions and skips idle time; no:
+#        plain multi-threaded TCG; default: the target's ICOUNT, with why),
+#        OPTEST_FLAVOUR (run that flavour's rseq_op_test, e.g. ops' on v2),
+#        RESULTS_ROOT, CACHE_DIR
 #
 # The kernel comes from kernel-patch/scripts/arch-kernel.sh (built if
 # needed, cached). The guest is an initramfs of static programs built for
@@ -51,19 +48,10 @@ icount=${ICOUNT:-}
 [[ "$timeout" =~ ^[0-9]+$ ]] || die "TIMEOUT='$timeout' is not a whole number of seconds"
 [ "$timeout" -ge 60 ] || die "TIMEOUT=$timeout: give the guest at least 60 s"
 case $icount in '' | yes | no) ;; *) die "ICOUNT='$icount': want yes or no" ;; esac
-case $arch in
-ppc32)
-	cross=powerpc-linux-gnu- console=ttyPZ0
-	qemu=(qemu-system-ppc -M mac99 -m 512)
-	icount=${icount:-yes}
-	;;
-arm64)
-	cross=aarch64-linux-gnu- console=ttyAMA0
-	qemu=(qemu-system-aarch64 -M virt -cpu cortex-a72 -smp 2 -m 1024)
-	icount=${icount:-no}
-	;;
-*) die "GUEST_ARCH='$arch' has no guest here; use ppc32 or arm64 (i386 compat: make compat-run)" ;;
-esac
+target_load "$arch"
+cross=$TARGET_CROSS console=$TARGET_CONSOLE
+read -ra qemu <<<"$TARGET_QEMU"
+icount=${icount:-$TARGET_ICOUNT}
 "$TOPDIR/kernel-patch/scripts/arch-kernel.sh" --check "$arch" "$flavour"
 [ -z "$check" ] || exit 0
 command -v "${qemu[0]}" >/dev/null || die "${qemu[0]} missing; run scripts/deps.sh (as root)"

@@ -149,6 +149,31 @@ flavour_get() {
 	)
 }
 
+# target_load NAME: the guest architecture NAME's declaration,
+# vm-images/targets/NAME.target (see the README there), as TARGET_<KEY>
+# variables, every key of TARGET_KEYS set; dies naming the declared
+# targets when NAME has none.
+TARGET_KEYS="DESCRIPTION KARCH CROSS CONFIG IMAGE QEMU CONSOLE ICOUNT"
+TARGETS_DIR=$TOPDIR/vm-images/targets
+target_names() {
+	local f names=()
+	for f in "$TARGETS_DIR"/*.target; do
+		[ -f "$f" ] && names+=("$(basename "$f" .target)")
+	done
+	echo "${names[*]}"
+}
+target_load() {
+	local f=$TARGETS_DIR/$1.target k v
+	[[ "$1" =~ ^[A-Za-z0-9_-]+$ ]] && [ -f "$f" ] ||
+		die "GUEST_ARCH='$1' has no guest here; use one of: $(target_names) (declared in vm-images/targets/; i386 compat runs on the x86_64 kernels: make compat-run)"
+	for k in $TARGET_KEYS; do
+		# shellcheck disable=SC2086,SC1090 # the list of keys; the declaration
+		v=$(unset $TARGET_KEYS; . "$f"; echo "${!k:-}")
+		[ -n "$v" ] || die "$f sets no $k (see vm-images/targets/README)"
+		printf -v "TARGET_$k" '%s' "$v"
+	done
+}
+
 # flavour_series NAME: the series a flavour is built from when none is
 # named, the same for every target: SERIES_<name> (make sets SERIES_rfc
 # from RFC_SERIES, SERIES_v2 from V2_SERIES, SERIES_ops_v3 from V3_SERIES,

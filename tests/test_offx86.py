@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Off x86 (rig tests): ops on powerpc book3s/32 with KUAP, where a user
+"""Off x86: ops on powerpc book3s/32 with KUAP, where a user
 access region opens one 256 MiB segment (make test-extra: its kernel is
 not one make test builds), and, in make test, rseq_op_test as a 32-bit
 task on the 64-bit debug kernel and the cross build root's sparse. The
 make targets build the kernels and the cross root; these tests only boot
-them and look into the root."""
+them and look into the root. One host test: the targets' declarations."""
 import os
 import re
 import subprocess
@@ -106,3 +106,38 @@ def test_the_cross_root_sparse_is_one_the_tree_accepts():
     # where trixie's is not.
     assert out[:2] == ["1", "0"], r.stdout
     assert out[2].strip(), r.stdout
+
+
+def test_targets_are_declared_whole():
+    """Every guest architecture is a declaration (vm-images/targets/): each
+    sets every key target_load reads, names a configuration fragment that
+    exists and a cross compiler the cross build root installs, and a QEMU
+    program scripts/deps.sh installs; a file of its own is all a new
+    target needs on this side. A name without a file is refused, naming
+    the declared ones."""
+    tdir = os.path.join(TOP, "vm-images", "targets")
+    names = sorted(f[:-len(".target")] for f in os.listdir(tdir)
+                   if f.endswith(".target"))
+    assert names == ["arm64", "ppc32"]
+    with open(os.path.join(TOP, "kernel-patch/scripts/buildroot.sh")) as f:
+        buildroot = f.read()
+    with open(os.path.join(TOP, "scripts/deps.sh")) as f:
+        deps = f.read()
+    for n in names:
+        r = subprocess.run(
+            ["bash", "-c", '. scripts/common.sh; target_load "$1"; for k in '
+             '$TARGET_KEYS; do v=TARGET_$k; echo "$k=${!v}"; done', "-", n],
+            cwd=TOP, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        t = dict(l.split("=", 1) for l in r.stdout.splitlines())
+        assert os.path.isfile(os.path.join(TOP, t["CONFIG"])), t
+        assert "gcc-%s" % t["CROSS"].rstrip("-") in buildroot, t
+        assert t["ICOUNT"] in ("yes", "no")
+        prog = t["QEMU"].split()[0]
+        # Debian packages qemu-system-aarch64 in qemu-system-arm.
+        assert {"qemu-system-aarch64": "qemu-system-arm"}.get(prog, prog) \
+            in deps, t
+    r = subprocess.run(["bash", "-c", ". scripts/common.sh; target_load mips"],
+                       cwd=TOP, capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "use one of: arm64 ppc32 (declared in vm-images/targets/" in r.stderr

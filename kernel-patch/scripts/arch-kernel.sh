@@ -3,8 +3,8 @@
 # arch-kernel.sh - build one flavour for a guest architecture other than x86_64.
 #
 # Usage: kernel-patch/scripts/arch-kernel.sh [--check] ARCH FLAVOUR
-#   ARCH     ppc32 (powerpc book3s/32 with KUAP, for qemu-system-ppc -M mac99)
-#            or arm64 (for qemu-system-aarch64 -M virt)
+#   ARCH     a target declared in vm-images/targets/ (ppc32: powerpc
+#            book3s/32 with KUAP; arm64): its KARCH, CROSS, CONFIG, IMAGE
 #   FLAVOUR  a flavour declared in kernel-patch/flavours/ (baseline, ops:
 #            series v4, v2, rfc, ...) or a name with SERIES_<name>
 #            set, as for the x86_64 kernels (common.sh, flavour_series)
@@ -12,7 +12,7 @@
 #
 # Built in the cross build root (buildroot.sh, BUILDROOT=cross) with
 # Debian's cross gcc and ccache, from the same cached source as the x86_64
-# kernels: `make tinyconfig` plus kernel-patch/configs/arch-ARCH.config,
+# kernels: `make tinyconfig` plus the target's CONFIG fragment,
 # every line of which must land. The worktree and build tree live in
 #   $CACHE_DIR/build/<source version>/arch-ARCH/<flavour>/
 # and the kernel in
@@ -28,11 +28,8 @@ check=
 [ "${1:-}" != --check ] || { check=1; shift; }
 arch=${1:?usage: arch-kernel.sh [--check] ARCH FLAVOUR}
 flavour=${2:?usage: arch-kernel.sh [--check] ARCH FLAVOUR}
-case $arch in
-ppc32) karch=powerpc cross=powerpc-linux-gnu- image=vmlinux ;;
-arm64) karch=arm64 cross=aarch64-linux-gnu- image=arch/arm64/boot/Image ;;
-*) die "GUEST_ARCH='$arch' has no guest here; use ppc32 or arm64 (i386 compat runs on the x86_64 kernels: make compat-run)" ;;
-esac
+target_load "$arch"
+karch=$TARGET_KARCH cross=$TARGET_CROSS image=$TARGET_IMAGE
 [[ "$flavour" =~ ^[A-Za-z0-9_-]+$ ]] ||
 	die "flavour name '$flavour' may only hold letters, digits, - and _"
 # The series of the flavour's declaration (kernel-patch/flavours/), or
@@ -43,8 +40,8 @@ x=$(flavour_get "$flavour" EXTRA)
 [ -z "$x" ] || die "flavour '$flavour' adds $x/ to its series: it is built for x86-64 only"
 [ -n "$series" ] || [ "$(flavour_get "$flavour" FIXED)" = 1 ] ||
 	die "flavour '$flavour' needs a series: set SERIES_${flavour//-/_}=<patch directory or mbox>"
-frag=$TOPDIR/kernel-patch/configs/arch-$arch.config
-[ -f "$frag" ] || die "no $frag"
+frag=$TOPDIR/$TARGET_CONFIG
+[ -f "$frag" ] || die "no $frag (CONFIG of vm-images/targets/$arch.target)"
 patches=()
 series_hash=none
 if [ -n "$series" ]; then
