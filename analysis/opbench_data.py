@@ -461,7 +461,14 @@ def analyse(run):
     out["artefacts"] = run.get("artefacts")
     # The hardware counters, where the run had any (pmu.py).
     out["pmu"] = pmu.status(run)
-    counted = pmu.analyse(out["groups"], col["extra"], valid)
+    counting = pmu.counting_run(run)
+    if counting is not None:
+        # The counters of the counting pass, its own samples and gates;
+        # the timed pass ran without them.
+        pcol = collect(counting, clock)
+        counted = pmu.analyse(out["groups"], pcol["extra"], pcol["valid"])
+    else:
+        counted = pmu.analyse(out["groups"], col["extra"], valid)
     for g in out["groups"]:
         g["pmu"] = counted.get((g["bench"], g["op_type"], g["reg"]))
     # The latency step's own problem stays in its section.

@@ -381,13 +381,21 @@ def read_index(rdir):
     return {"run": read_json(os.path.join(rdir, "run.json")), "boots": boots}
 
 
+# A counting pass's records (microbench/native-run.sh: the PMU's counters,
+# in a pass of their own after the timed one), beside the boot's.
+PMU_PASS = os.path.join("pmu", "opbench.json")
+
+
 def _boot(d, m):
     rec = os.path.join(d, "opbench.json")
     tcm = os.path.join(d, "tcmodel.json")
+    pmu = os.path.join(d, PMU_PASS)
     vm = read_json(os.path.join(d, "vm.json"))
     return {"index": int(m.group(1)), "flavour": m.group(2),
             "dir": os.path.basename(d),
             "records": read_records(rec) if os.path.exists(rec) else [],
+            "pmu_records": (read_records(pmu) if os.path.exists(pmu)
+                            else None),
             "tcmodel": read_records(tcm) if os.path.exists(tcm) else None,
             "kernel": read_kv(os.path.join(d, "kernel-provenance")),
             "guest": read_kv(os.path.join(d, "guest-info.txt"), ":"),
@@ -411,7 +419,7 @@ def _variant_boots(boot, d):
     for r in read_records(path):
         by.setdefault(r.get("flavour"), []).append(r)
     return [dict(boot, flavour=fl, records=recs, tcmodel=None,
-                 perf_bench={}, variant_of=boot["flavour"])
+                 pmu_records=None, perf_bench={}, variant_of=boot["flavour"])
             for fl, recs in sorted(by.items())
             if fl and fl != boot["flavour"]]
 
@@ -435,13 +443,18 @@ def _pool_units(boots, units):
         if key not in out:
             out[key] = dict(b, reps=[b["index"]], records=list(b["records"]),
                             tcmodel=(list(b["tcmodel"]) if b["tcmodel"]
-                                     is not None else None))
+                                     is not None else None),
+                            pmu_records=(list(b["pmu_records"])
+                                         if b.get("pmu_records") is not None
+                                         else None))
             continue
         o = out[key]
         o["reps"].append(b["index"])
         o["records"] += b["records"]
         if b["tcmodel"] is not None:
             o["tcmodel"] = (o["tcmodel"] or []) + b["tcmodel"]
+        if b.get("pmu_records") is not None:
+            o["pmu_records"] = (o["pmu_records"] or []) + b["pmu_records"]
         o["tsc_lines"] = o["tsc_lines"] + b["tsc_lines"]
     return sorted(out.values(), key=lambda b: b["index"])
 

@@ -25,6 +25,7 @@ from report_core import (CI_HEAD, CONF, MARK, RULE, WIDTH, ci, compiler_line,
                          field, indented, interval, num, pct, pct_ci, pval,
                          verdict_word)
 import opbench_stats as st
+import pmu
 from opbench_cells import METRIC, METRIC_TEXT, METRIC_TIME, TSC_AGREE
 from tcmalloc_report import tcmalloc_lines
 
@@ -160,11 +161,28 @@ def pmu_field(p):
     if "software" in p["source"]:
         text += " (software stand-ins, OPBENCH_PMU=software: a test of " \
                 "the counting, not hardware figures)"
-    text += "; live during the timed samples (a switch saves and " \
-            "restores them): not comparable with times measured without"
+    if p.get("pass") == "count":
+        text += "; counted in a pass of their own, the timed samples " \
+                "ran without them"
+    else:
+        text += "; live during the timed samples (a switch saves and " \
+                "restores them; a run made before the counting pass): " \
+                "not comparable with times measured without"
     if p["partly"]:
         text += "; some boots had none (%s)" % "; ".join(p["why"])
     return field("PMU", text)
+
+
+def agreement(s):
+    """The PMU's verdict against icount (pmu.ICOUNT_TOLERANCE)."""
+    if "agrees" not in s:
+        return ""
+    if s["agrees"]:
+        return ": agrees (within %.0f %% or the interval)" % (
+            100 * pmu.ICOUNT_TOLERANCE)
+    return (": DISAGREES by %+.1f %% (beyond %.0f %% and the interval; "
+            "alternatives, REP strings, interrupts: analysis/pmu.py)" % (
+                100 * (s["ratio"] - 1), 100 * pmu.ICOUNT_TOLERANCE))
 
 
 def pmu_lines(g):
@@ -186,9 +204,9 @@ def pmu_lines(g):
     for fl, s in sorted(p["slopes"].items()):
         lines += indented("%s: %s %s instructions per operation per walk "
                           "(PMU)%s" % (fl, num(s["value"]), ci(s["ci"]),
-                                       "; icount %s (%s), ratio %.4f" % (
+                                       "; icount %s (%s), ratio %.4f%s" % (
                                            num(s["icount"]), s["icount_run"],
-                                           s["ratio"])
+                                           s["ratio"], agreement(s))
                                        if "ratio" in s else ""))
     return lines
 

@@ -21,10 +21,14 @@ series (analyze.py --icount-run), a cross-check a KVM user gets for free.
 Software stand-ins (OPBENCH_PMU=software, a test of the C side) are
 reported as such and never as hardware counts.
 
-The counters are live during the timed samples: every switch of the
-measured thread saves and restores them (under KVM the PMU's MSR writes
-trap to the host), so times measured with and without them are not
-comparable; OPBENCH_PMU=off measures without.
+Timed samples run without counters (opbench's default, OPBENCH_PMU
+unset): live counters cost every switch of the measured thread a save and
+a restore, and under KVM the PMU's MSR writes trap to the host. The counts
+come from a counting pass of their own (OPBENCH_PMU=count: the native
+runner runs one after each repetition's timed pass, its records in
+pmu/opbench.json, counting_run()), whose samples are read for their
+counters and never for time. Runs made before the default changed counted
+during the timed samples, and their counts are read from there, said so.
 """
 import numpy as np
 
@@ -38,18 +42,37 @@ PREFIX = "pmu_"
 THREAD_WALKS = {"switch": 1}
 
 
+def counting_run(run):
+    """The run with each boot's counting-pass records in place of its
+    timed ones (the boots that had a counting pass), or None when no boot
+    had one."""
+    boots = [dict(b, records=b["pmu_records"]) for b in run["boots"]
+             if b.get("pmu_records")]
+    return dict(run, boots=boots) if boots else None
+
+
 def status(run):
     """What the runs' pmu records say: {"recorded": False} for records
     made before opbench counted; else "available" (every boot counted),
-    "source" (hardware or software), "events" and the "why" of a boot
-    without counters."""
-    recs = [r for b in run["boots"] for r in b["records"]
-            if r.get("kind") == "pmu"]
+    "source" (hardware or software), "events", the "why" of a boot
+    without counters, and "pass": "count" (a counting pass of its own),
+    "timed" (counted during the timed samples: records made before the
+    counting pass) or None (nothing counted)."""
+    counting = counting_run(run)
+    if counting is not None:
+        recs = [r for b in counting["boots"] for r in b["records"]
+                if r.get("kind") == "pmu"]
+        where = "count"
+    else:
+        recs = [r for b in run["boots"] for r in b["records"]
+                if r.get("kind") == "pmu"]
+        where = "timed"
     if not recs:
         return {"recorded": False}
     on = [r for r in recs if r.get("available")]
     return {"recorded": True, "available": len(on) == len(recs),
             "partly": 0 < len(on) < len(recs),
+            "pass": where if on else None,
             "source": sorted({r.get("source", "hardware") for r in on}),
             "events": sorted({e for r in on for e in r.get("events", [])}),
             "why": sorted({r.get("why", "") for r in recs
@@ -112,11 +135,29 @@ def analyse(groups, extra, valid):
     return out
 
 
+# How far the PMU's instructions per operation per walk may sit from the
+# icount figure of the same kernel and still agree: 2 %, or the PMU
+# slope's own interval where that is wider. Known sources of disagreement,
+# each able to move the figure by more than that on a correct kernel:
+#   - alternatives: the same vmlinux patches itself for the CPU it runs
+#     on, and QEMU's TCG CPU model is not the host's (SMAP's STAC/CLAC,
+#     the string copy variants), so the walk can run other instructions;
+#   - REP-prefixed string instructions: QEMU counts an instruction per
+#     iteration, a hardware counter may count the instruction once;
+#   - interrupts and faults inside the walk, counted by the PMU on the
+#     measured thread's account, never under icount's quiet guest;
+#   - multiplexing: a group that was not on the PMU the whole sample is
+#     scaled (the cells say "multiplexed").
+ICOUNT_TOLERANCE = 0.02
+
+
 def against_icount(a, ref):
     """Set every PMU slope of the analysis a beside the icount figure of
     the same kernel in ref, an icount run's analysis (analysis.json): the
     same benchmark and flavour, built from the same series. Adds "icount",
-    "ratio" and "icount_run" to each slope that has its match."""
+    "ratio", "icount_run" and "agrees" (ICOUNT_TOLERANCE, or the icount
+    figure inside the PMU slope's interval) to each slope that has its
+    match."""
     if ref.get("accel") != "icount":
         raise ResultsError("--icount-run: %s ran under %s, not icount" % (
             ref.get("run"), ref.get("accel")))
@@ -129,5 +170,10 @@ def against_icount(a, ref):
         for fl, s in ((g.get("pmu") or {}).get("slopes") or {}).items():
             fig = ((og or {}).get("per_walk") or {}).get(fl)
             if fig and fig.get("value") and series.get(fl) == mine.get(fl):
-                s.update(icount=fig["value"], ratio=s["value"] / fig["value"],
-                         icount_run=ref["run"])
+                ratio = s["value"] / fig["value"]
+                lo, hi = s.get("ci") or (None, None)
+                inside = lo is not None and lo <= fig["value"] <= hi
+                s.update(icount=fig["value"], ratio=ratio,
+                         icount_run=ref["run"],
+                         agrees=bool(abs(ratio - 1) <= ICOUNT_TOLERANCE
+                                     or inside))

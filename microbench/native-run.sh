@@ -19,7 +19,12 @@
 #         last one allowed), REP_TIMEOUT (seconds, default 3600), BIN (the
 #         directory holding opbench, tcmodel, guest-bench.sh,
 #         host-state.sh and plan.cells; default this script's),
-#         PLAN_CELLS (another file of cells than BIN/plan.cells).
+#         PLAN_CELLS (another file of cells than BIN/plan.cells),
+#         PMU_PASS (count, the default: after each repetition's timed
+#         pass, a counting pass of the same cells with the hardware
+#         counters, when opbench finds a PMU; software: software events in
+#         their place, a test; off: none), PMU_SAMPLES (the counting pass's
+#         samples a cell, default 2).
 #
 # The kernel: one that this project built and packaged (make deb) carries
 # /boot/opbench-provenance-<release> (BOOT_DIR: another directory than
@@ -67,6 +72,10 @@ case $seed in '' | *[!0-9]* | 0) die "SEED='$seed': want a positive integer (it 
 case ${AA:-0} in 0 | 1) ;; *) die "AA='$AA': want 1 (A/A: the running kernel against itself) or 0" ;; esac
 case ${CPU:-} in '' | *[!0-9]*) [ -z "${CPU:-}" ] || die "CPU='$CPU': want a CPU number" ;; esac
 tmo=${REP_TIMEOUT:-3600}
+pmu_pass=${PMU_PASS:-count}
+case $pmu_pass in off | count | software) ;; *) die "PMU_PASS='$pmu_pass': want count (the default), software or off" ;; esac
+pmu_samples=${PMU_SAMPLES:-2}
+case $pmu_samples in '' | *[!0-9]* | 0) die "PMU_SAMPLES='$pmu_samples': want a positive number of samples" ;; esac
 [ "$(id -u)" = 0 ] || log "not root: the preempt benchmark's SCHED_FIFO waker and the TSC lines of dmesg may be refused"
 
 for x in "$out"/rep-* "$out"/boot-*; do
@@ -102,6 +111,21 @@ order=$(awk -v s="$seed" -v n="$reps" -v l="$labels" 'BEGIN {
 	}
 }')
 
+# The counters are read in a pass of their own, after each repetition's
+# timed one, which runs without them (opbench's default): only where
+# opbench can open them.
+if [ "$pmu_pass" != off ]; then
+	probe=$(OPBENCH_PMU=$pmu_pass "$bin/opbench" -q -n 0 -l 1 -s 1 -w 0 syscall 2>/dev/null |
+		grep '"kind":"pmu"')
+	case $probe in
+	*'"available":true'*) log "counters: a counting pass ($pmu_pass, $pmu_samples sample(s) a cell) after each repetition" ;;
+	*)
+		log "counters: no counting pass: $(echo "$probe" | sed -n 's/.*"why":"\([^"]*\)".*/\1/p')"
+		pmu_pass=off
+		;;
+	esac
+fi
+
 sh "$bin/host-state.sh" > "$out/host-state" 2>/dev/null
 {
 	echo "runner=native"
@@ -112,6 +136,7 @@ sh "$bin/host-state.sh" > "$out/host-state" 2>/dev/null
 	echo "seed=$seed"
 	echo "ops=$SWEEP loops=$LOOPS preempt_loops=${PREEMPT_LOOPS:-$LOOPS} samples=$SAMPLES warmup=$WARMUP"
 	echo "perf_bench=${PERF_BENCH:-0}"
+	echo "pmu_pass=$pmu_pass pmu_samples=$pmu_samples"
 	echo "benches=$BENCHES types=${TYPES:-}"
 	# What ran: the cells (SWEEP, BENCHES and TYPES say what they were
 	# planned from).
@@ -199,6 +224,20 @@ for f in $order; do
 		;;
 	esac
 	[ $st = 3 ] && [ $rc = 0 ] && rc=3
+	# The counting pass: the same cells (not the TCMalloc model's) in the
+	# same order, with the counters, into pmu/; read for the counters
+	# alone (analysis/pmu.py), never for time. Its failure is logged, and
+	# leaves the timed pass as it was.
+	if [ "$pmu_pass" != off ] && [ $st -le 3 ]; then
+		mkdir "$d/pmu" && grep -v '^tcmalloc ' "$d/cells" > "$d/pmu/cells"
+		pst=0
+		(cd "$d/pmu" && exec env NATIVE=1 OPBENCH_PMU="$pmu_pass" OPBENCH="$bin/opbench" \
+			TCMODEL="$bin/tcmodel" CELLS=cells LOOPS="$LOOPS" PREEMPT_LOOPS="${PREEMPT_LOOPS:-}" \
+			SAMPLES="$pmu_samples" WARMUP=1 SEED=$((seed + i)) PERF_BENCH=0 \
+			CPUOPT="$cpuopt" EXTRA="-f $f $cpuopt ${EXTRA:-}" \
+			timeout -k 10 "$tmo" sh "$bin/guest-bench.sh" > "$d/pmu/guest-stdout.txt") || pst=$?
+		[ $pst -le 3 ] || log "[repetition $i/$n] $f: the counting pass FAILED with status $pst (see $d/pmu/opbench.log); the timed pass stands"
+	fi
 done
 log "done: $(cat "$out"/rep-*/opbench.json 2>/dev/null | wc -l) records in $out/rep-*/opbench.json"
 exit $rc

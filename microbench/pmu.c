@@ -32,10 +32,18 @@ static const struct pmu_def events[PMU_NR] = {
 };
 
 /*
- * OPBENCH_PMU=software: the same group of software events in their place
- * (task clock for cycles, context switches, page faults), so that the
- * reading, scaling and records are tested where there is no PMU; the
- * record names them. OPBENCH_PMU=off: no counters.
+ * OPBENCH_PMU selects the pass:
+ *   unset, off  no counters: the timed pass, the default. Counters live
+ *               during timed samples cost every switch of the measured
+ *               thread a save and a restore (under KVM the PMU's MSR
+ *               writes trap to the host), so times are taken without them.
+ *   count       the hardware group: a counting pass, run apart from the
+ *               timed one (microbench/native-run.sh), whose samples are
+ *               read for their counters only.
+ *   software    the same group of software events in their place (task
+ *               clock for cycles, context switches, page faults): a
+ *               counting pass that tests the reading, scaling and records
+ *               where there is no PMU; the record names them.
  */
 static const struct pmu_def software[PMU_NR] = {
 	[PMU_CYCLES] = { "task_clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK },
@@ -47,7 +55,7 @@ static const struct pmu_def software[PMU_NR] = {
 			      PERF_COUNT_SW_CPU_MIGRATIONS },
 };
 static const char *name[PMU_NR];
-static bool software_mode;
+static bool software_mode, counting_pass;
 
 static int fd[PMU_NR] = { -1, -1, -1, -1 };
 static int slot[PMU_NR];	/* position in the group's read, or -1 */
@@ -65,10 +73,16 @@ bool pmu_open(void)
 	bool sw = mode && !strcmp(mode, "software");
 
 	software_mode = sw;
-	if (mode && !strcmp(mode, "off")) {
-		snprintf(why, sizeof(why), "OPBENCH_PMU=off");
+	if (!mode || !*mode || !strcmp(mode, "off")) {
+		snprintf(why, sizeof(why), "off in timed samples (OPBENCH_PMU=count counts, in a pass of its own)");
 		return false;
 	}
+	if (!sw && strcmp(mode, "count")) {
+		fprintf(stderr, "opbench: OPBENCH_PMU=%s: want off (the default), count or software\n",
+			mode);
+		exit(2);
+	}
+	counting_pass = true;
 	for (int e = 0; e < PMU_NR; e++) {
 		struct perf_event_attr a = {
 			.size = sizeof(a),
@@ -136,7 +150,8 @@ bool pmu_read(struct pmu_counts *c)
 void pmu_emit_record(const char *flavour, const char *kernel)
 {
 	printf("{\"kind\":\"pmu\",\"flavour\":\"%s\",\"kernel\":\"%s\","
-	       "\"available\":%s,\"source\":\"%s\",\"events\":[", flavour, kernel,
+	       "\"pass\":\"%s\",\"available\":%s,\"source\":\"%s\",\"events\":[",
+	       flavour, kernel, counting_pass ? "count" : "timed",
 	       pmu_on() ? "true" : "false", software_mode ? "software" : "hardware");
 	for (int e = 0, n = 0; e < PMU_NR; e++)
 		if (pmu_has(e))

@@ -7,8 +7,9 @@
  * where the CPU (or the hypervisor's virtual PMU) offers it. Where there
  * is no PMU (TCG, a VM without a virtual PMU) pmu_open() says why and
  * every read is skipped: the records then hold no counter, never a zero.
- * OPBENCH_PMU=software puts software events in the group's places (a test
- * of this code where there is no PMU), OPBENCH_PMU=off opens nothing.
+ * Nothing is opened unless OPBENCH_PMU asks for a counting pass (pmu.c):
+ * count (the hardware group) or software (software events in its places,
+ * a test of this code where there is no PMU); timed samples run without.
  */
 #ifndef OPBENCH_PMU_H
 #define OPBENCH_PMU_H

@@ -477,6 +477,15 @@ def test_pmu_counters_reported_beside_the_figures(tmp_path):
         " ".join(text.split())
     assert abs(g["pmu"]["slopes"]["ops"]["ratio"] - 1) < 0.01
     assert "PMU counters per loop" in text
+    # The verdict, with its tolerance: 2 % or the PMU slope's interval.
+    assert s["agrees"] is True
+    assert "agrees (within 2 % or the interval)" in " ".join(text.split())
+    v = s["value"]
+    s.update(value=1.1 * v, ci=[1.09 * v, 1.11 * v])
+    pmu.against_icount(a, json.loads(json.dumps(ref)))
+    assert s["agrees"] is False
+    assert "DISAGREES by +10.0 % (beyond 2 % and the interval" in \
+        " ".join(opbench_report.render(a).split())
 
 
 def test_no_pmu_record_says_why(tmp_path):

@@ -381,17 +381,36 @@ def test_merge_refusals(kit, tmp_path):
 
 
 def test_counting_path_with_software_events(kit, tmp_path):
-    """OPBENCH_PMU=software puts software events in the group's places:
-    the reading, scaling, records and report are exercised here, and
+    """The timed pass runs without counters (opbench's default); the
+    counting pass after it (PMU_PASS=software: software events in the
+    group's places) exercises the reading, scaling, records and report,
     labelled as stand-ins. task_clock per loop is the loop's time; the
     switch benchmark switches out once per loop."""
     run = tmp_path / "sw"
-    r = native(kit, run, OPBENCH_PMU="software", REPS="1",
+    r = native(kit, run, PMU_PASS="software", REPS="1",
                BENCHES="syscall switch")
     assert r.returncode == 0, r.stderr[-3000:]
+    assert "a counting pass (software, 2 sample(s) a cell)" in r.stderr
+    rep, = glob.glob(str(run / "rep-1-*"))
+    timed = [json.loads(l) for l in open(os.path.join(rep, "opbench.json"))]
+    ps = [x for x in timed if x["kind"] == "pmu"]    # one a cell
+    assert ps and all((p["pass"], p["available"]) == ("timed", False)
+                      for p in ps), ps
+    assert not any(k.startswith("pmu_") for x in timed for k in x)
+    counted = [json.loads(l) for l in open(os.path.join(rep, "pmu",
+                                                        "opbench.json"))]
+    ps = [x for x in counted if x["kind"] == "pmu"]
+    assert ps and all((p["pass"], p["available"], p["source"]) ==
+                      ("count", True, "software") for p in ps), ps
+    # The same cells, PMU_SAMPLES (2) samples each where the plan has 3.
+    n_timed = len([x for x in timed if x["kind"] == "sample"])
+    n_counted = len([x for x in counted if x["kind"] == "sample"])
+    assert n_timed and 3 * n_counted == 2 * n_timed, (n_timed, n_counted)
     r, a, text = analyse(str(run))
     assert a["pmu"]["available"] and a["pmu"]["source"] == ["software"]
+    assert a["pmu"]["pass"] == "count"
     assert "software stand-ins" in text
+    assert "counted in a pass of their own" in " ".join(text.split())
     by = {g["bench"]: g for g in a["groups"]}
     sw = by["switch"]["pmu"]["cells"][0]
     assert sw["context_switches"] == pytest.approx(1.0, abs=0.05)
