@@ -65,6 +65,10 @@ SERIES_ops_v3 := $(abspath $(V3_SERIES))
 SERIES_resident := $(abspath $(RESIDENT_SERIES))
 SERIES_bpf := $(abspath $(BPF_SERIES))
 export CACHE_DIR KVER KCONFIG TOOLCHAIN V SERIES_rfc SERIES_v2 SERIES_ops_v3 SERIES_resident SERIES_bpf PYTHON
+# A Linux git tree instead of Debian's package (kernel-patch/scripts/
+# kernel-source.sh): SOURCE=<its top> [BASE=<commit>] [ALLOW_DIRTY=1]; the
+# baseline is BASE, the flavour "tree" its commits after BASE.
+export SOURCE BASE ALLOW_DIRTY
 
 # Old names, renamed because they collided: refuse them by name (and say
 # that one set in the environment is ignored).
@@ -276,7 +280,9 @@ help:
 	@echo '                 guest binaries are built in (debootstrap, cached)'
 	@echo '  cross-root     the same plus cross compilers, clang, bpftool and sparse'
 	@echo '                 (off-x86 kernels, i386 programs, the BPF loader; cached)'
-	@echo '  source         fetch and unpack linux-source-$$(KVER) into the cache'
+	@echo '  source         fetch and unpack linux-source-$$(KVER) into the cache, or'
+	@echo '                 with SOURCE=<a Linux git tree> [BASE=<commit>], fetch BASE'
+	@echo '                 and export the commits after it as the flavour "tree"'
 	@echo '  config         merge and check the kernel config of $$(KCONFIG)'
 	@echo '  kernels        build every flavour in FLAVOURS'
 	@echo '  kernel         build one: FLAVOUR=<name> [SERIES=<patch dir or mbox>]'
@@ -387,6 +393,8 @@ help:
 	@echo '        is killed (default 5400, 1800)'
 	@echo '  CACHE_DIR=$(CACHE_DIR)  MANIFEST (default $$(CACHE_DIR)/manifest)'
 	@echo '  KVER=$(KVER)  V=$(V) (1: verbose)'
+	@echo '  SOURCE=$(SOURCE) BASE=$(BASE) ALLOW_DIRTY=$(ALLOW_DIRTY)  a Linux git tree'
+	@echo '        instead of Debian'"'"'s package (make kernels FLAVOURS="baseline tree")'
 
 deps:
 	$(Q)scripts/deps.sh

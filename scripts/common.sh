@@ -4,6 +4,12 @@
 
 CACHE_DIR=${CACHE_DIR:-/var/cache/rseq-opbench}
 KVER=${KVER:-7.2}
+# Where the kernel source comes from (kernel-patch/scripts/kernel-source.sh):
+# Debian's linux-source-$KVER package (SOURCE unset, or debian), or a Linux
+# git tree (SOURCE=<its top>, BASE=<commit>), whose source is keyed "git"
+# in the manifest where Debian's is keyed by KVER.
+SOURCE=${SOURCE:-}
+[ -z "$SOURCE" ] || [ "$SOURCE" = debian ] || KVER=git
 # The kernel configuration profile: default (for measurements) or debug
 # (KASAN, lockdep, lockup detectors: correctness runs). Named KCONFIG, not
 # PROFILE, so that it cannot be mistaken for a benchmark plan (PLAN).
@@ -24,7 +30,7 @@ MANIFEST=${MANIFEST:-$CACHE_DIR/manifest}
 # Debian's interpreter, which sees Debian's packages (make passes its
 # PYTHON); the python3 first on PATH may be another one.
 PYTHON=${PYTHON:-/usr/bin/python3}
-export CACHE_DIR KVER KCONFIG TOOLCHAIN TOPDIR MANIFEST PYTHON
+export CACHE_DIR KVER KCONFIG TOOLCHAIN TOPDIR MANIFEST PYTHON SOURCE
 
 # The QEMU accelerator when ACCEL is not set, decided here once (make help
 # says the same). It sets the unit of every figure: measurements
@@ -187,6 +193,12 @@ flavour_series() {
 		return
 	fi
 	s=$(flavour_get "$1" SERIES)
+	if [ "$s" = @source ]; then
+		# The commits of a git SOURCE after its BASE, as kernel-source.sh
+		# exported them (none for Debian's package).
+		manifest_source source_series 2>/dev/null || true
+		return
+	fi
 	[ -z "$s" ] || echo "$TOPDIR/$s"
 }
 
@@ -253,6 +265,12 @@ patch_list() {
 # git refuses ~ and : in a ref (backports: 7.3.4-1~bpo13+1 is tagged
 # debian-7.3.4-1_bpo13+1).
 base_tag() {
+	# A git SOURCE's base commit (kernel-source.sh): git-<commit>.
+	case $1 in git-*)
+		echo "base-$1"
+		return
+		;;
+	esac
 	local v=${1//\~/_}
 	v=${v//:/%}
 	while [[ $v == *..* ]]; do

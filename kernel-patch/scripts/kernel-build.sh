@@ -40,6 +40,13 @@ named=0
 # series it alone is built from (FIXED=1), patches after it (EXTRA).
 extra=()
 x=
+if [ "$(flavour_get "$flavour" SERIES)" = @source ] && [ -z "$(flavour_series "$flavour")" ]; then
+	[ "$KVER" = git ] ||
+		die "flavour '$flavour' is the commits of a git SOURCE after its BASE: make kernels SOURCE=<the top of a Linux git tree> [BASE=<commit>] FLAVOURS=\"baseline $flavour\""
+	[ -n "$check" ] || "$TOPDIR/kernel-patch/scripts/kernel-source.sh" >/dev/null
+	[ -n "$(flavour_series "$flavour")" ] || [ -n "$check" ] ||
+		die "flavour '$flavour': SOURCE=$SOURCE has no commit after BASE, so '$flavour' would be the baseline; commit the change, or name an earlier BASE"
+fi
 if [ "$(flavour_get "$flavour" FIXED)" = 1 ]; then
 	fixed=$(flavour_series "$flavour")
 	if [ -n "$series" ]; then
@@ -214,8 +221,9 @@ cat > "$stage/provenance" <<EOP
 flavour=$flavour
 profile=$KCONFIG
 kernel_release=$release
-source_package=linux-source-$KVER
+source_package=$([ "$KVER" = git ] && echo "git tree" || echo "linux-source-$KVER")
 source_version=$srcver
+$(cat "$src/.git/rseq-opbench-source" 2>/dev/null || true)
 series=${series:-none}${extra[*]:+ + $x}
 series_hash=$series_hash
 series_named=$named
