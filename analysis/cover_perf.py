@@ -38,13 +38,12 @@ def section(a):
     out += wrap(
         "Measured with rseq-opbench, run %s; unit: %s; compiler %s; %s "
         "boots per flavour, "
-        "baseline and this series built from one source (%s %s) and one "
+        "baseline and this series built from one source (%s) and one "
         "configuration (preempt=%s), booted under QEMU." % (
             a["run"], a["unit"], rep.compiler_line(k),
             "/".join(str(v) for v in sorted(set(
                 a["boots_per_flavour"].values()))),
-            k.get("source_package", "?"), k.get("source_version", "?"),
-            k.get("preempt", "?")))
+            rep.source_line(k), k.get("preempt", "?")))
     if a["accel"] == "icount":
         out += [""] + wrap("Every figure below counts guest instructions "
                            "(QEMU icount), not time: there is no KVM or "

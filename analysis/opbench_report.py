@@ -23,7 +23,7 @@ from latency_report import latency_lines
 from preempt_report import gap_lines
 from report_core import (CI_HEAD, CONF, MARK, RULE, WIDTH, ci, compiler_line,
                          field, indented, interval, num, pct, pct_ci, pval,
-                         verdict_word)
+                         source_line, verdict_word)
 import opbench_stats as st
 import pmu
 from opbench_cells import METRIC, METRIC_TEXT, METRIC_TIME, TSC_AGREE
@@ -81,10 +81,9 @@ def header(a):
                        "4)" % ", ".join(
                            x.replace(":", " (") + ")"
                            for x in h["few_boots"].split()))
-    lines += field("Kernel", "%s %s; preempt=%s, mitigations=%s, "
+    lines += field("Kernel", "%s; preempt=%s, mitigations=%s, "
                    "config %s (%s)" % (
-                       k.get("source_package", "?"),
-                       k.get("source_version", "?"),
+                       source_line(k),
                        k.get("preempt", "?"), k.get("mitigations", "?"),
                        k.get("config_hash", "?"),
                        k.get("config_fragments", "?")))

@@ -101,6 +101,22 @@ def compiler_line(k):
         k.get("compiler", "?"), goto, where)
 
 
+def source_line(k):
+    """Where a kernel's source came from (its provenance): Debian's
+    package and version, or a git tree's base commit (SOURCE=, with the
+    head the flavour tree was exported from, and uncommitted changes that
+    were not built)."""
+    if k.get("source_kind") != "git":
+        return "%s %s" % (k.get("source_package", "?"),
+                          k.get("source_version", "?"))
+    dirty = k.get("source_dirty_diff", "none")
+    return "git tree %s, base %s, head %s (%s)%s" % (
+        k.get("source_tree", "?"), k.get("source_base", "?")[:12],
+        k.get("source_head", "?")[:12], k.get("source_describe", "?"),
+        "" if dirty == "none" else
+        "; uncommitted changes not built (diff %s)" % dirty)
+
+
 def verdict_word(c):
     return {"difference": "Difference at %s confidence" % CONF,
             "noise": "Difference at %s confidence, within the A/A floor"

@@ -272,6 +272,36 @@ def test_make_cover_letter_reads_the_manifest(rig, letter):
     assert "STALE" not in letter
 
 
+def test_the_base_named_as_its_kind_allows(rig, letter, tmp_path):
+    """Debian's package has no commit: the letter names the package and
+    its version where format-patch would put base-commit. A git tree's
+    commit (SOURCE=, kernel-source.sh) is given as base-commit:, the
+    trailer b4 and the robots read."""
+    tail = letter[letter.rindex("\n-- \n") - 200:]
+    assert "\nBase: Debian linux-source-7.2 %s (a package: no " \
+        "base-commit).\n\n-- \n" % SRCVER in tail, tail
+    assert "base-commit:" not in letter
+    # The same source as a git SOURCE's base: git-<commit>, tagged
+    # base-git-<commit> (as kernel-source.sh leaves one).
+    src = tmp_path / "git-src"
+    shutil.copytree(rig["src"], src)
+    base = git(src, "rev-parse", "HEAD").strip()
+    ver = "git-" + base[:12]
+    git(src, "tag", "base-" + ver)
+    (src / ".git" / "rseq-opbench-version").write_text(ver + "\n")
+    m = tmp_path / "manifest"
+    m.write_text("".join(
+        l + "\n" for l in rig["manifest"].read_text().splitlines()
+        if not l.startswith("source_")) +
+        "source_dir=%s\nsource_version=%s\n" % (src, ver))
+    series = copy_series(rig, "series-git")
+    r = cover_letter(rig, series, MANIFEST=str(m), CACHE_DIR=str(tmp_path))
+    assert r.returncode == 0, r.stderr[-3000:]
+    text = (series / "0000-cover-letter.patch").read_text()
+    assert "\nbase-commit: %s\n" % base in text
+    assert "Base: Debian" not in text
+
+
 def test_cover_letter_without_source_in_the_manifest(rig, tmp_path):
     """A manifest without the source: refused, naming make source, and
     nothing fetched or written."""

@@ -201,3 +201,25 @@ def test_the_tree_flavour_needs_a_git_source(tmp_path):
     assert r.returncode != 0
     assert "flavour 'tree' is the commits of a git SOURCE after its BASE: " \
         "make kernels SOURCE=<the top of a Linux git tree>" in r.stderr
+
+
+def test_reports_name_the_source():
+    """The report's header and the cover letter's performance section
+    name a git source by tree, base, head and describe, and say when
+    uncommitted changes were left out; Debian's by package and version."""
+    import sys
+    sys.path.insert(0, os.path.join(TOP, "analysis"))
+    import report_core
+    assert report_core.source_line({"source_package": "linux-source-7.2",
+                                    "source_version": "7.2.13-1"}) == \
+        "linux-source-7.2 7.2.13-1"
+    k = {"source_kind": "git", "source_tree": "/home/me/linux",
+         "source_base": "a" * 40, "source_head": "b" * 40,
+         "source_describe": "v7.2-3-gbbbbbbbbbbbb",
+         "source_dirty_diff": "none"}
+    assert report_core.source_line(k) == (
+        "git tree /home/me/linux, base aaaaaaaaaaaa, head bbbbbbbbbbbb "
+        "(v7.2-3-gbbbbbbbbbbbb)")
+    k["source_dirty_diff"] = "0123456789abcdef"
+    assert report_core.source_line(k).endswith(
+        "; uncommitted changes not built (diff 0123456789abcdef)")

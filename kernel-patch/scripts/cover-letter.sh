@@ -18,7 +18,9 @@
 # @NAME@ is left is refused.
 # The shortlog and diffstat are git format-patch --cover-letter's, on the
 # series applied with git am to the kernel source the build recorded in
-# the manifest (make source, make kernels): like every stage after the
+# the manifest (make source, make kernels), followed by base-commit: where
+# the source is a git tree's commit (SOURCE=) and by the Debian package's
+# name and version where it is Debian's: like every stage after the
 # build, this one never fetches, unpacks or builds anything. The result
 # replaces SERIES_DIR/0000-cover-letter.patch only when all of that
 # succeeded.
@@ -79,9 +81,28 @@ wt=$CACHE_DIR/build/$srcver/cover-letter
 am_series "$src" "$srcver" "$wt" "${patches[@]}"
 # The cover letter's From: is the series' author, not whoever runs this.
 author=$(sed -n 's/^From: //p;T;q' "${patches[0]}")
+# The base: a git source's commit as base-commit (format-patch --base,
+# the trailer b4 and the robots read); Debian's package named instead,
+# where there is no commit to name.
+base=()
+case $srcver in
+git-*) base=(--base="$(git -C "$wt" rev-parse "$(base_tag "$srcver")^{commit}")") ;;
+esac
 git -C "$wt" -c user.name="${author% <*}" -c user.email="$(echo "$author" | sed 's/.*<\(.*\)>.*/\1/')" \
-	format-patch -q --cover-letter --subject-prefix="$prefix" \
+	format-patch -q --cover-letter --subject-prefix="$prefix" ${base[@]+"${base[@]}"} \
 	-o "$tmp/fp" "$(base_tag "$srcver")..HEAD"
+if [ ${#base[@]} -eq 0 ]; then
+	# Before the signature line, where format-patch puts base-commit.
+	"$PYTHON" - "$tmp/fp/0000-cover-letter.patch" "Base: Debian linux-source-$KVER $srcver (a package: no base-commit)." <<'EOP'
+import sys
+path, line = sys.argv[1:]
+text = open(path).read()
+i = text.rfind("\n-- \n")
+if i < 0:
+    sys.exit("cover-letter: git format-patch wrote no signature line")
+open(path, "w").write(text[:i] + "\n" + line + "\n" + text[i:])
+EOP
+fi
 
 "$PYTHON" - "$tmp/fp/0000-cover-letter.patch" "$text" "$tmp/perf" \
 	"$tmp/walkloop" "$tmp/out" <<'EOF'
