@@ -32,14 +32,21 @@ The inputs are read, never changed; OUT is written whole or not at all.
 Where the inputs' other provenance lines differ (the running kernel, the
 host state of each session), the merged provenance says "differs" with
 each value, so that the report's header shows it.
+
+Where every input has its index (run.json, boots.jsonl: the native runner
+writes them), the merged run's index is their union: the first input's
+run.json, and each repetition's line under its new number and directory,
+with its boot's round.
 """
 import collections
+import json
 import os
 import shutil
 import sys
 import tempfile
 
-from opbench_io import BOOT_RE, INCOMPLETE, ResultsError, read_json, read_kv
+from opbench_io import (BOOT_RE, INCOMPLETE, ResultsError, read_json, read_kv,
+                        read_records)
 
 # What must be the same in every run: the plan, the programs, the box.
 SAME = ("ops", "benches", "cells_sha256", "perf_bench", "opbench_sha256",
@@ -204,6 +211,32 @@ def merged_provenance(runs, provs, order, rounds, labels, units, boots):
     return "\n".join(lines) + "\n"
 
 
+def merged_index(tmp, runs, reps, rounds):
+    """The union of the inputs' indexes into tmp (run.json, boots.jsonl),
+    when every input has one; nothing otherwise (the analysis then finds
+    the repetitions by their directories)."""
+    lines = {}
+    for k, run in enumerate(runs):
+        bj = os.path.join(run, "boots.jsonl")
+        if not (os.path.exists(bj) and
+                os.path.exists(os.path.join(run, "run.json"))):
+            return
+        lines[k] = {e.get("dir"): e for e in read_records(bj)}
+    out = []
+    for i, (_, k, _, label, path, _) in enumerate(reps, 1):
+        e = lines[k].get(os.path.basename(path))
+        if e is None:
+            return
+        d = "rep-%d-%s" % (i, label)
+        out.append(json.dumps(dict(e, boot=i, round=rounds[i - 1],
+                                   flavour=label, dir=d,
+                                   cells=d + "/cells")))
+    shutil.copy(os.path.join(runs[0], "run.json"),
+                os.path.join(tmp, "run.json"))
+    with open(os.path.join(tmp, "boots.jsonl"), "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
 def merge(out, runs):
     if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
         raise ResultsError("%s exists and is not an empty directory: name "
@@ -236,6 +269,7 @@ def merge(out, runs):
         with open(os.path.join(tmp, "provenance"), "w") as f:
             f.write(merged_provenance(runs, provs, order, rounds, labels,
                                       units, boots))
+        merged_index(tmp, runs, reps, rounds)
         if os.path.exists(out):
             os.rmdir(out)
         os.rename(tmp, out)

@@ -70,13 +70,18 @@ def status(run):
     if not recs:
         return {"recorded": False}
     on = [r for r in recs if r.get("available")]
+    why = sorted({r.get("why", "") for r in recs if not r.get("available")})
+    probe = run.get("provenance", {}).get("pmu_probe")
+    if not on and probe:
+        # The native runner looked for counters and found none: why, and
+        # that no counting pass ran, say more than "off while timing".
+        why = ["%s (no counting pass)" % probe]
     return {"recorded": True, "available": len(on) == len(recs),
             "partly": 0 < len(on) < len(recs),
             "pass": where if on else None,
             "source": sorted({r.get("source", "hardware") for r in on}),
             "events": sorted({e for r in on for e in r.get("events", [])}),
-            "why": sorted({r.get("why", "") for r in recs
-                           if not r.get("available")})}
+            "why": why}
 
 
 def _per_boot(recs, event):

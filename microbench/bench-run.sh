@@ -216,7 +216,8 @@ else
 	# The plan's cells, in its order: native-run.sh draws each
 	# repetition's order from its seed.
 	"$PYTHON" "$TOPDIR/microbench/plan.py" cells "$plan" --benches "$out/bin/benches.json" \
-		> "$out/bin/plan.cells" || die "planning the cells of plan $plan failed"
+		--run-json "$out/bin/run.json" > "$out/bin/plan.cells" ||
+		die "planning the cells of plan $plan failed"
 fi
 # The run's index: one line per boot, "<n> <flavour> <seed> <cells file>".
 order=() bseed=() bcells=()

@@ -12,6 +12,8 @@
 #   plan.env    the plan PLAN, resolved (a variable set when run wins,
 #               but for the cells' SWEEP, BENCHES and TYPES)
 #   bin/plan.cells  the plan's cells (microbench/plan.py)
+#   bin/run.json    the plan resolved, the run's index head (every run
+#                   copies it; native-run.sh writes the boots.jsonl)
 #   run.sh      the entry point: sh run.sh [RESULTS-DIR], as root
 #   provenance  what made the kit (project commit, plan, binaries' hashes)
 #   README      what to do on the test box, and how the results come back
@@ -40,7 +42,8 @@ cp "$TOPDIR/microbench/native-run.sh" "$TOPDIR/microbench/guest-bench.sh" \
 # order native-run.sh draws.
 "$k/bin/opbench" --list --json > "$k/bin/benches.json" || die "opbench --list --json failed"
 "$PYTHON" "$TOPDIR/microbench/plan.py" cells "$plan" --benches "$k/bin/benches.json" \
-	> "$k/bin/plan.cells" || die "planning the cells of plan $plan failed"
+	--run-json "$k/bin/run.json" > "$k/bin/plan.cells" ||
+	die "planning the cells of plan $plan failed"
 
 kit_boots=$(( BOOTS > 5 ? BOOTS : 5 ))
 # The plan: each line sets its variable unless the caller did. One

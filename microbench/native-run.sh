@@ -18,8 +18,10 @@
 #         analysis compares the two), CPU (the measured CPU; default the
 #         last one allowed), REP_TIMEOUT (seconds, default 3600), BIN (the
 #         directory holding opbench, tcmodel, guest-bench.sh,
-#         host-state.sh and plan.cells; default this script's),
+#         host-state.sh and plan.cells, and run.json where the plan made
+#         one; default this script's),
 #         PLAN_CELLS (another file of cells than BIN/plan.cells),
+#         PLAN_RUN_JSON (another run.json than BIN/run.json),
 #         PMU_PASS (count, the default: after each repetition's timed
 #         pass, a counting pass of the same cells with the hardware
 #         counters, when opbench finds a PMU; software: software events in
@@ -75,10 +77,11 @@ tmo=${REP_TIMEOUT:-3600}
 pmu_pass=${PMU_PASS:-count}
 case $pmu_pass in off | count | software) ;; *) die "PMU_PASS='$pmu_pass': want count (the default), software or off" ;; esac
 pmu_samples=${PMU_SAMPLES:-2}
+pmu_why=
 case $pmu_samples in '' | *[!0-9]* | 0) die "PMU_SAMPLES='$pmu_samples': want a positive number of samples" ;; esac
 [ "$(id -u)" = 0 ] || log "not root: the preempt benchmark's SCHED_FIFO waker and the TSC lines of dmesg may be refused"
 
-for x in "$out"/rep-* "$out"/boot-*; do
+for x in "$out"/rep-* "$out"/boot-* "$out"/boots.jsonl; do
 	[ -e "$x" ] && die "$out already holds a run ($x): name a new directory (nothing is overwritten)"
 done
 mkdir -p "$out" || die "cannot make $out"
@@ -120,7 +123,8 @@ if [ "$pmu_pass" != off ]; then
 	case $probe in
 	*'"available":true'*) log "counters: a counting pass ($pmu_pass, $pmu_samples sample(s) a cell) after each repetition" ;;
 	*)
-		log "counters: no counting pass: $(echo "$probe" | sed -n 's/.*"why":"\([^"]*\)".*/\1/p')"
+		pmu_why=$(echo "$probe" | sed -n 's/.*"why":"\([^"]*\)".*/\1/p')
+		log "counters: no counting pass: ${pmu_why:-opbench wrote no pmu record}"
 		pmu_pass=off
 		;;
 	esac
@@ -137,6 +141,7 @@ sh "$bin/host-state.sh" > "$out/host-state" 2>/dev/null
 	echo "ops=$SWEEP loops=$LOOPS preempt_loops=${PREEMPT_LOOPS:-$LOOPS} samples=$SAMPLES warmup=$WARMUP"
 	echo "perf_bench=${PERF_BENCH:-0}"
 	echo "pmu_pass=$pmu_pass pmu_samples=$pmu_samples"
+	[ -z "${pmu_why:-}" ] || echo "pmu_probe=$pmu_why"
 	echo "benches=$BENCHES types=${TYPES:-}"
 	# What ran: the cells (SWEEP, BENCHES and TYPES say what they were
 	# planned from).
@@ -180,6 +185,13 @@ boot_id=$(tr -dc '0-9a-f-' < /proc/sys/kernel/random/boot_id 2>/dev/null) || boo
 
 # One kernel for every repetition: its provenance is read once.
 kernel_provenance > "$out/kernel-provenance"
+# The run's index (microbench/plan.py's form, which the analysis reads):
+# the plan's run.json, and a line per repetition in boots.jsonl, written
+# as its directory is made, so that a run cut short names what it ran.
+runjson=${PLAN_RUN_JSON:-$bin/run.json}
+[ ! -r "$runjson" ] || cp "$runjson" "$out/run.json"
+host=$(uname -n)
+nlabels=$(echo "$labels" | wc -w)
 rc=0
 i=0
 n=$(echo "$order" | wc -w)
@@ -196,6 +208,9 @@ for f in $order; do
 		"$rel" "$f" "$([ "$f" = "$label" ] && echo true || echo false)" \
 		"$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$boot_id" "$tmo" > "$d/native.json"
 	log "[repetition $i/$n] $f"
+	printf '{"boot": %d, "round": %d, "host": "%s", "target": "native", "flavour": "%s", "kconfig": "native", "seed": %d, "dir": "rep-%d-%s", "cells": "rep-%d-%s/cells"}\n' \
+		"$i" $(( (i - 1) / nlabels )) "$host" "$f" $((seed + i)) "$i" "$f" "$i" "$f" \
+		>> "$out/boots.jsonl"
 	# The plan's cells (microbench/plan.py) in an order drawn from the
 	# repetition's seed, every type of one word together.
 	awk -v s=$((seed + i)) 'BEGIN { srand(s) }

@@ -7,11 +7,13 @@ boots' only shuffle, and the only parser of a benchmark word.
                          load_plan evaluates them)
     plan.py make PLAN    PLAN_FLAVOURS and PLAN_LATENCY as make assignments,
                          joined by " ;; " (the Makefile reads them once)
-    plan.py cells PLAN --benches FILE
+    plan.py cells PLAN --benches FILE [--run-json OUT]
                          the plan's cells, one line each, in the plan's
                          order (the native runner and the kit draw each
                          repetition's order themselves); FILE is opbench's
-                         table (opbench --list --json)
+                         table (opbench --list --json); OUT: also the
+                         native run's run.json (the native runner copies
+                         it into the run and writes boots.jsonl itself)
     plan.py fact NAME    a fact decided once: list_limit (rseq-op-abi.h) or
                          irqs_off_max (the ops flavour's series)
     plan.py index PLAN OUT --benches FILE --seed S [--runner R] [--accel A]
@@ -336,6 +338,26 @@ def write_new(path, text):
         f.write(text)
 
 
+def run_json(name, plan, benches, cells, **run):
+    """run.json's text: the resolved plan, opbench's table and the facts
+    decided once, with RUN's keys (seed, runner, accel, host, boots,
+    flavours: None where the runner decides them as it runs, natively)."""
+    return json.dumps({
+        "plan": name, "plan_file": plan["_file"],
+        "vars": {k: plan.get(k, "") for k in VARS},
+        "seed": run.get("seed"), "runner": run.get("runner"),
+        "accel": run.get("accel"), "host": run.get("host"),
+        "boots_per_flavour": run.get("boots"),
+        "flavours": run.get("flavours"),
+        "list_limit": list_limit(), "cells": cells,
+        "irqs_off_max": irqs_off_max(),
+        "benches": list(benches.values()),
+        # The plan's benchmarks whose walks the tracing step counts.
+        "traced": [b for b in benches if benches[b]["traced"] and any(
+            c.split()[1] == b for c in cells)],
+        "flavour_decls": flavour_decls()}, indent=1) + "\n"
+
+
 def index(name, out, seed, runner, accel, env, bench_table):
     plan = read_plan(name, env)
     benches = read_benches(bench_table)
@@ -352,18 +374,9 @@ def index(name, out, seed, runner, accel, env, bench_table):
     os.makedirs(os.path.join(out, "plan"))
     host = socket.gethostname()
     target = "x86_64-" + accel
-    resolved = {k: plan.get(k, "") for k in VARS}
-    write_new(os.path.join(out, "run.json"), json.dumps({
-        "plan": name, "plan_file": plan["_file"], "vars": resolved,
-        "seed": seed, "runner": runner, "accel": accel, "host": host,
-        "boots_per_flavour": boots, "flavours": flavours,
-        "list_limit": list_limit(), "cells": cells,
-        "irqs_off_max": irqs_off_max(),
-        "benches": list(benches.values()),
-        # The plan's benchmarks whose walks the tracing step counts.
-        "traced": [b for b in benches if benches[b]["traced"] and any(
-            c.split()[1] == b for c in cells)],
-        "flavour_decls": flavour_decls()}, indent=1) + "\n")
+    write_new(os.path.join(out, "run.json"), run_json(
+        name, plan, benches, cells, seed=seed, runner=runner, accel=accel,
+        host=host, boots=boots, flavours=flavours))
     lines = []
     table = []
     for i, (rnd, fl) in enumerate(draw_boots(flavours, boots, seed), 1):
@@ -396,7 +409,7 @@ def main(argv):
         print(v)
         return
     usage = ("usage: plan.py sh|make PLAN, plan.py cells PLAN --benches "
-             "FILE, plan.py index PLAN OUT --benches FILE --seed S "
+             "FILE [--run-json OUT], plan.py index PLAN OUT --benches FILE --seed S "
              "[--runner R] [--accel A], or plan.py fact "
              "list_limit|irqs_off_max")
     if len(argv) < 3 or argv[1] not in ("sh", "make", "cells", "index"):
@@ -404,7 +417,7 @@ def main(argv):
     cmd, name = argv[1], argv[2]
     if cmd in ("index", "cells"):
         opt = {"--seed": None, "--runner": "qemu", "--accel": "icount",
-               "--benches": None}
+               "--benches": None, "--run-json": None}
         rest = argv[4:] if cmd == "index" else argv[3:]
         if (cmd == "index" and len(argv) < 4) or len(rest) % 2 or any(
                 k not in opt for k in rest[::2]):
@@ -415,7 +428,15 @@ def main(argv):
                             "(opbench --list --json), is needed" % cmd)
         if cmd == "cells":
             plan = read_plan(name, env)
-            print("\n".join(resolve(plan, read_benches(opt["--benches"]))))
+            benches = read_benches(opt["--benches"])
+            cells = resolve(plan, benches)
+            if opt["--run-json"]:
+                # A native run's run.json: the runner decides its boots,
+                # seed and host as it runs (native-run.sh's boots.jsonl).
+                write_new(opt["--run-json"], run_json(
+                    name, plan, benches, cells, runner="native",
+                    accel="native"))
+            print("\n".join(cells))
             return
         if not (opt["--seed"] or "").isdigit():
             raise PlanError("--seed '%s': want a positive integer" %

@@ -68,11 +68,15 @@ def native(kit, out, **env):
     # A plan it refuses leaves no cells: native-run.sh's own refusals are
     # what these tests check.
     cells = str(out).rstrip("/") + ".cells"
+    rj = str(out).rstrip("/") + ".run.json"
+    if os.path.exists(rj):
+        os.unlink(rj)
     with open(cells, "w") as f:
         subprocess.run([PY, PLAN, "cells", "quick", "--benches",
-                        os.path.join(kit, "benches.json")], env=e, stdout=f,
-                       stderr=subprocess.DEVNULL, text=True)
+                        os.path.join(kit, "benches.json"), "--run-json", rj],
+                       env=e, stdout=f, stderr=subprocess.DEVNULL, text=True)
     e["PLAN_CELLS"] = cells
+    e["PLAN_RUN_JSON"] = rj
     return subprocess.run(["sh", RUNNER, str(out)], env=e,
                           capture_output=True, text=True, timeout=600)
 
@@ -297,8 +301,24 @@ def test_box_sessions_merged_into_one_comparison(kit, tmp_path):
     assert "the unit compared is the boot: native 2, ops 2" in r.stderr
     assert "fewer than 5 boots of native, ops" in r.stderr
     assert sorted(os.listdir(merged)) == [
-        "provenance", "rep-1-native", "rep-2-native", "rep-3-ops",
-        "rep-4-ops"]
+        "boots.jsonl", "provenance", "rep-1-native", "rep-2-native",
+        "rep-3-ops", "rep-4-ops", "run.json"]
+    # Each session's index (native-run.sh writes one), and their union.
+    for k, run in enumerate(runs):
+        (e,) = [json.loads(l) for l in open(run / "boots.jsonl")]
+        assert (e["boot"], e["round"], e["target"], e["seed"]) == \
+            (1, 0, "native", 21 + k), e
+        assert e["dir"] == os.path.basename(glob.glob(str(run / "rep-1-*"))[0])
+        assert json.load(open(run / "run.json"))["runner"] == "native"
+    idx = [json.loads(l) for l in open(merged / "boots.jsonl")]
+    assert [(e["boot"], e["round"], e["flavour"], e["dir"], e["seed"])
+            for e in idx] == [(1, 0, "native", "rep-1-native", 21),
+                              (2, 1, "native", "rep-2-native", 22),
+                              (3, 0, "ops", "rep-3-ops", 23),
+                              (4, 1, "ops", "rep-4-ops", 24)]
+    loaded = opbench_data.load(str(merged))
+    assert loaded["index"]["flavour_decls"]["ops"]["fit_from"] == 2
+    assert [b["target"] for b in loaded["boots"]] == ["native"] * 4
     prov = (merged / "provenance").read_text()
     assert "boot_order=native native ops ops\n" in prov
     assert "boot_rounds=0 1 0 1\n" in prov
