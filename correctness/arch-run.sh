@@ -23,12 +23,15 @@
 # for a series without one, the RFC as posted), and rseq_op_stress (-R on
 # a flavour that reads nodes once). Each program has a timeout in the
 # guest; a guest that does not end by TIMEOUT is killed and reported as
-# hung, with its console log.
+# hung, with its console log. The guest is booted by the project's one
+# launcher, vm-images/opbench_vm.py --initrd, with the target's QEMU.
 #
 # Writes RESULTS_ROOT/<date>-arch-ARCH-FLAVOUR/: console.log, tap.txt (the
 # guest's TAP: one line per program, its output as comments), run.list,
-# provenance, summary.txt, kernel-problems.txt (the console's lines that
-# match the project's kernel-problem pattern, opbench_vm.SPLAT_RE). Exit status 0 when every program passed or
+# provenance, summary.txt, vm.json (the launcher's record: time against
+# the limit, host starvation), qemu.log (the launcher's messages),
+# kernel-problems.txt (the console's lines that match the project's
+# kernel-problem pattern, opbench_vm.SPLAT_RE). Exit status 0 when every program passed or
 # skipped (segments may not skip, but on baseline), 1 otherwise (a failure is what this run exists to show on some
 # flavours: v2 on ppc32), 2 when the guest hung or did not boot.
 set -euo pipefail
@@ -114,11 +117,15 @@ cp "$ird/run.list" "$out/run.list"
 	die "cannot pack the initramfs"
 rm -rf "$ird"
 
-acc=(-accel tcg)
-[ "$icount" = no ] && acc=(-accel tcg,thread=multi) || acc+=(-icount shift=0,sleep=off)
-cmd=("${qemu[@]}" "${acc[@]}" -display none -monitor none -no-reboot
-	-serial "file:$out/console.log" -kernel "$image" -initrd "$out/initramfs.cpio"
-	-append "console=$console panic=-1 loglevel=5")
+accel=tcg
+[ "$icount" = no ] || accel=icount
+# The project's one launcher (vm-images/opbench_vm.py), with the target's
+# QEMU: its timeout, console, record (vm.json), host starvation, and the
+# start and exit markers the initramfs's /init prints.
+vm=("$PYTHON" "$TOPDIR/vm-images/opbench_vm.py" --qemu "${qemu[0]}"
+	--machine "${qemu[*]:1}" --console "$console" --accel "$accel"
+	--kernel "$image" --initrd "$out/initramfs.cpio" --timeout "$timeout"
+	--console-log "$out/console.log" --record "$out/vm.json")
 cat > "$out/provenance" <<EOP
 arch=$arch
 flavour=$flavour
@@ -128,59 +135,56 @@ series_hash=$(sed -n 's/^series_hash=//p' "$kdir/provenance")
 config_hash=$(sed -n 's/^config_hash=//p' "$kdir/provenance")
 rseq_op_test=$tree/tools/testing/selftests/rseq/rseq_op_test.c
 qemu=$("${qemu[0]}" --version | head -1)
-accel=$([ "$icount" = no ] && echo "tcg multi-threaded" || echo "tcg icount shift=0,sleep=off")
-command=${cmd[*]}
+accel=$([ "$icount" = no ] && echo "tcg multi-threaded" || echo "tcg icount")
+command=$("${vm[@]}" --show-command)
 rounds=$rounds
 stress_seconds=$stress
 timeout=$timeout
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 EOP
 log "[$arch $flavour] booting under TCG: segments, rseq_op_test x$rounds, ${stress} s of stress (timeout ${timeout} s; console: $out/console.log)"
-: > "$out/console.log"
 t0=$(date +%s)
-"${cmd[@]}" </dev/null >"$out/qemu.log" 2>&1 &
-qpid=$!
+"${vm[@]}" > "$out/guest-stdout.txt" 2> "$out/qemu.log" &
+vpid=$!
 # Killed or interrupted, this script takes its guest with it.
-trap 'kill $qpid 2>/dev/null || true' EXIT
+trap 'pkill -TERM -P $vpid 2>/dev/null; kill $vpid 2>/dev/null || true' EXIT
 trap 'exit 130' INT TERM
-state=running
 last=0
-while kill -0 $qpid 2>/dev/null; do
-	if grep -q '^ARCH-RUN-EXIT:' "$out/console.log"; then
-		state=done
-		# Power off should end QEMU; give it a moment, then end it.
-		for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 $qpid 2>/dev/null || break; sleep 1; done
-		break
-	fi
+while kill -0 $vpid 2>/dev/null; do
 	el=$(( $(date +%s) - t0 ))
-	if [ "$el" -ge "$timeout" ]; then
-		state=hung
-		break
-	fi
 	if [ $((el / 60)) -gt "$last" ]; then
 		last=$((el / 60))
-		log "[$arch $flavour] $(fmt_secs "$el"): $(grep -cE '^(not )?ok ' "$out/console.log" || true) program(s) done; last line: $(tail -1 "$out/console.log" | cut -c1-100)"
+		log "[$arch $flavour] $(fmt_secs "$el"): $(grep -cE '^(not )?ok ' "$out/console.log" 2>/dev/null || true) program(s) done; last line: $(tail -1 "$out/console.log" 2>/dev/null | cut -c1-100)"
 	fi
 	sleep 2
 done
-kill $qpid 2>/dev/null || true
-wait $qpid 2>/dev/null || true
-if [ "$state" = running ] && grep -q '^ARCH-RUN-EXIT:' "$out/console.log"; then
-	state=done
-fi
+st=0
+wait $vpid || st=$?
+trap - EXIT
 echo "finished=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$out/provenance"
 echo "guest_seconds=$(( $(date +%s) - t0 ))" >> "$out/provenance"
-sed -n '/^ARCH-RUN-START/,/^ARCH-RUN-EXIT/p' "$out/console.log" | tr -d '\r' > "$out/tap.txt"
+sed -n '/^OPBENCH-START/,/^OPBENCH-EXIT/p' "$out/console.log" | tr -d '\r' > "$out/tap.txt"
+# The launcher's status is the guest's failures, or 124 (hung, killed at
+# the timeout), 125 (a kernel problem on the console, below), 126 (no exit
+# marker), 2 (it refused to launch, in qemu.log): the exit marker tells a
+# count of failures from the launcher's own.
+if [ "$st" = 124 ]; then
+	state=hung
+elif grep -q '^OPBENCH-EXIT: [0-9]' "$out/tap.txt"; then
+	state=done
+else
+	state=running
+fi
 {
 	echo "arch=$arch flavour=$flavour state=$state seconds=$(( $(date +%s) - t0 ))"
-	grep -E '^(not )?ok |^ARCH-RUN-EXIT' "$out/tap.txt" || true
+	grep -E '^(not )?ok |^OPBENCH-EXIT' "$out/tap.txt" || true
 } > "$out/summary.txt"
 cat "$out/summary.txt" >&2
-# The project's one kernel-problem pattern (opbench_vm.SPLAT_RE), the
-# matching lines into kernel-problems.txt, as guest_run.py writes them.
-splat=$(cd "$TOPDIR/vm-images" && "$PYTHON" -c 'import opbench_vm; print(opbench_vm.SPLAT_RE.pattern)') ||
-	die "cannot read the kernel-problem pattern from vm-images/opbench_vm.py"
-grep -E "$splat" "$out/console.log" > "$out/kernel-problems.txt" || true
+# The launcher's kernel-problem pattern (opbench_vm.SPLAT_RE): the matching
+# lines into kernel-problems.txt, as guest_run.py writes them.
+(cd "$TOPDIR/vm-images" && "$PYTHON" -c 'import sys, opbench_vm
+print("".join(l + "\n" for l in opbench_vm.find_splats(open(sys.argv[1], errors="replace").read())), end="")' "$out/console.log") > "$out/kernel-problems.txt" ||
+	die "cannot read the console with vm-images/opbench_vm.py's kernel-problem pattern"
 problems=$(wc -l < "$out/kernel-problems.txt")
 echo "kernel_problems=$problems" >> "$out/provenance"
 [ "$problems" -eq 0 ] || log "[$arch $flavour] $problems kernel problem line(s) on the console: $out/console.log"
@@ -193,12 +197,13 @@ hung)
 	;;
 running)
 	tail -30 "$out/console.log" >&2
-	log "[$arch $flavour] QEMU exited before the guest finished (no ARCH-RUN-EXIT); console: $out/console.log, QEMU: $out/qemu.log"
+	log "[$arch $flavour] QEMU exited before the guest finished (no OPBENCH-EXIT); console: $out/console.log, launcher: $out/qemu.log"
 	echo "$out"
 	exit 2
 	;;
 esac
-fails=$(sed -n 's/^ARCH-RUN-EXIT: //p' "$out/tap.txt")
+fails=$(sed -n 's/^OPBENCH-EXIT: //p' "$out/tap.txt")
+fails=${fails:-0}
 # A kernel of this series offers operations on both architectures: a
 # segments program that found none (it skips) is a failure here, not a pass.
 if [ "$flavour" != baseline ] && grep -q '^ok [0-9]* segments # SKIP' "$out/tap.txt"; then

@@ -765,3 +765,81 @@ def test_icount_boot(guest_opbench, image, tmp_path):
     assert len(clock) == 1, recs
     assert clock[0]["insns"] == 200000 and clock[0]["ticks"] == 200000, \
         clock[0]
+
+
+def fake_target_qemu(tmp_path, console):
+    """A stand-in for another architecture's QEMU: writes CONSOLE to the
+    file of -serial file:PATH, as the initramfs's /init would, then exits
+    (or sleeps, with CONSOLE "hang")."""
+    q = tmp_path / "qemu-system-fake"
+    q.write_text("#!/bin/sh\n"
+                 "[ \"$1\" != --version ] || { echo 'QEMU emulator version "
+                 "0 (a stand-in)'; exit 0; }\n"
+                 "while [ $# -gt 0 ]; do case $1 in -serial) log=${2#file:};"
+                 " shift ;; esac; shift; done\n"
+                 "%s\n" % ("exec sleep 60" if console == "hang" else
+                           "printf '%%s' '%s' > \"$log\"" % console))
+    q.chmod(0o755)
+    (tmp_path / "k").write_text("")
+    (tmp_path / "i.cpio").write_text("")
+    return str(q)
+
+
+def initrd_launch(tmp_path, qemu, *extra, timeout=30):
+    rec = tmp_path / "vm.json"
+    return subprocess.run(
+        [LAUNCHER, "--qemu", qemu, "--machine", "-M mac99 -m 512",
+         "--console", "ttyPZ0", "--kernel", str(tmp_path / "k"),
+         "--initrd", str(tmp_path / "i.cpio"), "--accel", "icount",
+         "--console-log", str(tmp_path / "console.log"), "--record",
+         str(rec)] + list(extra), capture_output=True, text=True,
+        timeout=timeout + 30), rec
+
+
+def test_initrd_guest_through_the_one_launcher(tmp_path):
+    """Another architecture's guest (correctness/arch-run.sh) boots through
+    the same launcher: the target's QEMU and machine, its console, an
+    initramfs, TCG or icount without x86's CPU, the same markers, status,
+    record and kernel-problem pattern."""
+    q = fake_target_qemu(tmp_path, "booting\nOPBENCH-START\nTAP version 13\n"
+                         "ok 1 segments\nnot ok 2 rseq_op_test # exit 1\n"
+                         "1..2\nOPBENCH-EXIT: 1\n")
+    r, rec = initrd_launch(tmp_path, q, "--show-command")
+    assert r.returncode == 0, r.stderr
+    cmd = r.stdout.split()
+    assert cmd[:4] == [q, "-M", "mac99", "-m"]
+    assert "-initrd" in cmd and "-icount" in cmd and "-cpu" not in cmd
+    assert "-drive" not in r.stdout and "virtfs" not in r.stdout
+    assert "console=ttyPZ0 panic=-1 loglevel=5" in r.stdout
+    r, rec = initrd_launch(tmp_path, q)
+    assert r.returncode == 1, r.stderr
+    assert r.stdout.splitlines() == ["TAP version 13", "ok 1 segments",
+                                     "not ok 2 rseq_op_test # exit 1", "1..2"]
+    v = json.loads(rec.read_text())
+    assert v["outcome"] == "ok" and v["initrd"] is True
+    assert v["machine"] == "-M mac99 -m 512" and v["timeout_s"] == 600
+    q = fake_target_qemu(tmp_path, "OPBENCH-START\nKernel panic - not "
+                         "syncing: x\nOPBENCH-EXIT: 0\n")
+    r, rec = initrd_launch(tmp_path, q)
+    assert r.returncode == 125 and "Kernel panic" in r.stderr
+    q = fake_target_qemu(tmp_path, "hang")
+    r, rec = initrd_launch(tmp_path, q, "--timeout", "2")
+    assert r.returncode == 124 and "timed out after 2s" in r.stderr
+    assert json.loads(rec.read_text())["outcome"] == "timeout"
+
+
+@pytest.mark.parametrize("extra, want", [
+    (["--image", "i"], "no --image, --share or command with it"),
+    (["--", "true"], "no --image, --share or command with it"),
+    (["--accel", "kvm"], "an --initrd guest runs under tcg or icount"),
+])
+def test_initrd_guest_refusals(tmp_path, extra, want):
+    q = fake_target_qemu(tmp_path, "")
+    args = [LAUNCHER, "--qemu", q, "--kernel", str(tmp_path / "k"),
+            "--initrd", str(tmp_path / "i.cpio"), "--console-log",
+            str(tmp_path / "c.log"), "--show-command"]
+    if "--accel" not in extra:
+        args += ["--accel", "tcg"]
+    r = subprocess.run(args + extra, capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 2 and want in r.stderr, r.stderr

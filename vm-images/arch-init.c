@@ -18,7 +18,9 @@
  *	ok 1 NAME # SKIP               exit status 4 (kselftest's skip)
  *	not ok 1 NAME # exit 1 | # signal 11 | # timeout after 300 s
  *
- * then "1..N", "ARCH-RUN-EXIT: <failures>", and power off. A program that
+ * then "1..N", "OPBENCH-EXIT: <failures>", and power off: the markers
+ * vm-images/opbench_vm.py reads from every guest (the run's start,
+ * OPBENCH-START, and its status, here the failures). A program that
  * SIGKILL cannot end within 30 s more (a task that never leaves the
  * kernel) is reported as "# unkillable" and ends the run there: the host
  * kills the guest when it sees the exit line, or at its own timeout.
@@ -115,7 +117,7 @@ static int wait_until(pid_t pid, double deadline, int *status, int *fd)
 
 static void finish(int failures)
 {
-	printf("ARCH-RUN-EXIT: %d\n", failures);
+	printf("OPBENCH-EXIT: %d\n", failures);
 	fflush(stdout);
 	sync();
 	reboot(RB_POWER_OFF);
@@ -151,7 +153,7 @@ int main(void)
 	setenv("GLIBC_TUNABLES", "glibc.pthread.rseq=0", 1);
 	setenv("PATH", "/", 1);
 
-	printf("ARCH-RUN-START\nTAP version 13\n");
+	printf("OPBENCH-START\nTAP version 13\n");
 	list = fopen("/run.list", "re");
 	if (!list) {
 		printf("Bail out! no /run.list in the initramfs\n");

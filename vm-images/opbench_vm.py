@@ -346,8 +346,29 @@ def kernel_cmdline(script, extra=""):
     return " ".join(parts)
 
 
+def initrd_accel_args(accel):
+    """The accelerator of an initramfs guest of another architecture (its
+    CPU is the target's, in --machine): TCG, multi-threaded, or under
+    icount."""
+    if accel == "tcg":
+        return ["-accel", "tcg,thread=multi"]
+    if accel == "icount":
+        return ["-accel", "tcg", "-icount", ICOUNT_OPTS]
+    raise LaunchError("an --initrd guest runs under tcg or icount, not %s"
+                      % accel)
+
+
 def build_command(opts, accel, logfile, script, qmp_sock=None):
     """The whole QEMU argument list for one run."""
+    if getattr(opts, "initrd", ""):
+        return ([opts.qemu] + shlex.split(opts.machine) +
+                initrd_accel_args(accel) +
+                ["-display", "none", "-monitor", "none", "-no-reboot"] +
+                console_args(logfile) +
+                ["-kernel", opts.kernel, "-initrd", opts.initrd, "-append",
+                 " ".join(["console=%s" % opts.console, "panic=-1",
+                           "loglevel=5"] + ([opts.append] if opts.append
+                                            else []))])
     return ([opts.qemu] + machine_args(opts.smp, opts.mem) + accel_args(accel)
             + kernel_args(opts.kernel, kernel_cmdline(script, opts.append))
             + disk_args(opts.image) + share_args(opts.share)
@@ -799,10 +820,21 @@ def parse_args(argv):
         epilog="Exit status: the command's, or 124 timeout, 125 kernel "
         "splat, 126 boot failure.")
     p.add_argument("--kernel", required=True, help="bzImage to boot")
-    p.add_argument("--image", required=True, help="guest root (ext4 image)")
-    p.add_argument("--share", required=True,
+    p.add_argument("--image", default="", help="guest root (ext4 image)")
+    p.add_argument("--share", default="",
                    help="host directory shared as /share (inputs, outputs); "
                    "the command runs there")
+    p.add_argument("--initrd", default="",
+                   help="an initramfs whose /init runs the guest's work and "
+                   "prints the start and exit markers itself (another "
+                   "architecture's guest, vm-images/targets/: "
+                   "correctness/arch-run.sh); in place of --image, --share "
+                   "and a command")
+    p.add_argument("--machine", default="",
+                   help="with --initrd: QEMU's machine, CPU, CPUs and memory "
+                   "(a target's QEMU arguments after the program)")
+    p.add_argument("--console", default="ttyS0",
+                   help="with --initrd: the guest's console device")
     p.add_argument("--accel", required=True,
                    choices=["auto", "kvm", "tcg", "icount"],
                    help="no default (scripts/common.sh accel_for decides "
@@ -841,6 +873,14 @@ def parse_args(argv):
     opts = p.parse_args(argv)
     if opts.command and opts.command[0] == "--":
         opts.command = opts.command[1:]
+    if opts.initrd:
+        if opts.image or opts.share or opts.command:
+            raise LaunchError("--initrd runs the initramfs's own /init: no "
+                              "--image, --share or command with it")
+        initrd_accel_args(opts.accel)
+    elif not opts.image or not opts.share:
+        raise LaunchError("--image and --share are needed (or --initrd, "
+                          "for an initramfs guest)")
     if opts.smp < 1:
         raise LaunchError("--smp must be at least 1")
     opts.pin_cpus = parse_pin(opts.pin, opts.smp)
@@ -848,10 +888,16 @@ def parse_args(argv):
 
 
 def check_inputs(opts):
-    for what, path in (("--kernel", opts.kernel), ("--image", opts.image)):
+    for what, path in (("--kernel", opts.kernel),
+                       ("--initrd" if opts.initrd else "--image",
+                        opts.initrd or opts.image)):
         if not os.path.isfile(path):
             raise LaunchError("%s %s: no such file; build it with `make "
                               "kernels` / `make image`" % (what, path))
+    if opts.initrd:
+        if shutil.which(opts.qemu) is None:
+            raise LaunchError("%s not found; run scripts/deps.sh" % opts.qemu)
+        return
     if not os.path.isdir(opts.share):
         raise LaunchError("--share %s: no such directory" % opts.share)
     if not opts.command:
@@ -866,7 +912,10 @@ def main(argv=None):
         opts = parse_args(sys.argv[1:] if argv is None else argv)
         accel, reason, warning = choose_accel(opts.accel)
         pinning, pin_warning = choose_pinning(opts, accel)
-        opts.share = os.path.abspath(opts.share)
+        if opts.initrd and not opts.console_log:
+            raise LaunchError("--initrd needs --console-log (no share to "
+                              "put it in)")
+        opts.share = os.path.abspath(opts.share) if opts.share else ""
         logfile = opts.console_log or os.path.join(opts.share, "console.log")
         if opts.show_command:
             print(" ".join(shlex.quote(a) for a in build_command(
@@ -885,9 +934,14 @@ def main(argv=None):
               "warnings": warnings, "qemu_version": qemu_version(opts.qemu),
               "smp": opts.smp, "mem": opts.mem,
               "kernel": os.path.abspath(opts.kernel),
-              "image": os.path.abspath(opts.image),
+              "image": os.path.abspath(opts.initrd or opts.image),
               "guest_command": opts.command}
-    script = write_guest_script(opts.share, opts.command)
+    if opts.initrd:
+        # The target's machine says the CPUs and memory.
+        record.update(smp=None, mem=None, machine=opts.machine,
+                      initrd=True)
+    script = None if opts.initrd else write_guest_script(opts.share,
+                                                          opts.command)
     try:
         probe = opts.kvm_probe if accel == "kvm" and opts.accel == "auto" \
             else None
@@ -905,7 +959,8 @@ def main(argv=None):
             status, why = boot_once(opts, accel, script, logfile, record,
                                     pinning["cpus"])
     finally:
-        os.unlink(os.path.join(opts.share, script))
+        if script:
+            os.unlink(os.path.join(opts.share, script))
     if opts.record:
         with open(opts.record, "w") as f:
             json.dump(record, f, indent=1, sort_keys=True)
