@@ -159,7 +159,7 @@ flavour_get() {
 # vm-images/targets/NAME.target (see the README there), as TARGET_<KEY>
 # variables, every key of TARGET_KEYS set; dies naming the declared
 # targets when NAME has none.
-TARGET_KEYS="DESCRIPTION KARCH CROSS CONFIG IMAGE QEMU CONSOLE ICOUNT"
+TARGET_KEYS="DESCRIPTION KARCH CROSS CONFIG IMAGE QEMU QEMU_PACKAGE CROSS_PACKAGES CONSOLE ICOUNT"
 TARGETS_DIR=$TOPDIR/vm-images/targets
 target_names() {
 	local f names=()

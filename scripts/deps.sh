@@ -12,12 +12,17 @@ PKGS=(
 	libelf-dev libssl-dev dwarves ccache
 	build-essential git iproute2 procps
 	qemu-system-x86 qemu-utils
-	# the off-x86 guests of make arch-run (powerpc book3s/32, arm64)
-	qemu-system-ppc qemu-system-arm
 	debootstrap e2fsprogs busybox-static
 	python3-numpy python3-scipy python3-matplotlib python3-pytest
 	jupyter-nbconvert python3-nbformat python3-ipykernel
 )
+
+# The QEMU of each guest architecture of make arch-run, as its declaration
+# names it (vm-images/targets/*.target, QEMU_PACKAGE).
+for t in "$(dirname "$0")"/../vm-images/targets/*.target; do
+	p=$(unset QEMU_PACKAGE; . "$t"; echo "${QEMU_PACKAGE:-}")
+	[ -z "$p" ] || [[ " ${PKGS[*]} " == *" $p "* ]] || PKGS+=("$p")
+done
 
 missing=()
 for p in "${PKGS[@]}"; do

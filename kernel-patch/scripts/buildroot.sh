@@ -117,6 +117,13 @@ CROSS_PKGS=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 	gcc-powerpc64le-linux-gnu gcc-s390x-linux-gnu gcc-loongarch64-linux-gnu
 	gcc-i686-linux-gnu libc6-dev-i386-cross clang lld llvm sparse
 	bpftool libbpf-dev)
+# A guest architecture's own (vm-images/targets/*.target, CROSS_PACKAGES)
+# where this list lacks them: a new target is a declaration.
+for t in "$TOPDIR"/vm-images/targets/*.target; do
+	for p in $(unset CROSS_PACKAGES; . "$t"; echo "${CROSS_PACKAGES:-}"); do
+		[[ " ${CROSS_PKGS[*]} " == *" $p "* ]] || CROSS_PKGS+=("$p")
+	done
+done
 
 # sid_sparse ROOT: sparse from Debian sid, ahead of trixie's in PATH. The
 # 7.2 tree's scripts/checker-valid.sh asks sparse for __typeof_unqual__,
