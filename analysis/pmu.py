@@ -59,6 +59,10 @@ def status(run):
     "timed" (counted during the timed samples: records made before the
     counting pass) or None (nothing counted)."""
     counting = counting_run(run)
+    # Boots of a run with a counting pass that have none (it failed, or
+    # timed out): they counted nothing.
+    uncounted = [b["dir"] for b in run["boots"] if counting is not None
+                 and not b.get("pmu_records") and not b.get("variant_of")]
     if counting is not None:
         recs = [r for b in counting["boots"] for r in b["records"]
                 if r.get("kind") == "pmu"]
@@ -76,8 +80,15 @@ def status(run):
         # The native runner looked for counters and found none: why, and
         # that no counting pass ran, say more than "off while timing".
         why = ["%s (no counting pass)" % probe]
-    return {"recorded": True, "available": len(on) == len(recs),
-            "partly": 0 < len(on) < len(recs),
+    if uncounted:
+        why.append("no counting pass in %s" % ", ".join(uncounted))
+    if counting is None and not probe:
+        # opbench's default, with no pass to count: say there was none.
+        why = [w + "; this run had no counting pass" if
+               w.startswith("off in timed samples") else w for w in why]
+    return {"recorded": True,
+            "available": len(on) == len(recs) and not uncounted,
+            "partly": bool(on) and (len(on) < len(recs) or bool(uncounted)),
             "pass": where if on else None,
             "source": sorted({r.get("source", "hardware") for r in on}),
             "events": sorted({e for r in on for e in r.get("events", [])}),

@@ -10,7 +10,7 @@
 #            ROUNDS times, then a STRESS-second rseq_op_stress run
 # Env:   ROUNDS (rseq_op_test runs; default 10), STRESS (seconds of
 #        rseq_op_stress; default 60, 0 for none), TIMEOUT (seconds for the
-#        whole guest; default 3600), ICOUNT (yes: -icount shift=0,sleep=off,
+#        whole guest; default 3600), ICOUNT (yes: -icount shift=0,align=off,sleep=off,
 #        a guest clock that counts instructions and skips idle time; no:
 #        plain multi-threaded TCG; default: the target's ICOUNT, with why),
 #        OPTEST_FLAVOUR (run that flavour's rseq_op_test, e.g. ops' on v2),
@@ -81,6 +81,7 @@ esac
 label=arch-$arch-$flavour
 [ -z "${OPTEST_FLAVOUR:-}" ] || label+=-optest-$OPTEST_FLAVOUR
 out=$(new_run_dir "${RESULTS_ROOT:-$TOPDIR/results}" "$label")
+out=$(realpath "$out")	# the kernel-problem step reads it from elsewhere
 log "[$arch $flavour] run directory: $out"
 ird=$out/initramfs
 mkdir -p "$ird"
@@ -168,10 +169,10 @@ sed -n '/^OPBENCH-START/,/^OPBENCH-EXIT/p' "$out/console.log" | tr -d '\r' > "$o
 # the timeout), 125 (a kernel problem on the console, below), 126 (no exit
 # marker), 2 (it refused to launch, in qemu.log): the exit marker tells a
 # count of failures from the launcher's own.
-if [ "$st" = 124 ]; then
-	state=hung
-elif grep -q '^OPBENCH-EXIT: [0-9]' "$out/tap.txt"; then
+if grep -q '^OPBENCH-EXIT: [0-9]' "$out/tap.txt"; then
 	state=done
+elif [ "$st" = 124 ]; then
+	state=hung
 else
 	state=running
 fi

@@ -220,7 +220,7 @@ for f in $order; do
 	st=0
 	# The guest's payload as it is, run here: NATIVE=1 keeps every CPU
 	# online; the binaries are the run's own.
-	(cd "$d" && exec env NATIVE=1 OPBENCH="$bin/opbench" TCMODEL="$bin/tcmodel" \
+	(cd "$d" && exec env NATIVE=1 OPBENCH_PMU=off OPBENCH="$bin/opbench" TCMODEL="$bin/tcmodel" \
 		CELLS=cells LOOPS="$LOOPS" PREEMPT_LOOPS="${PREEMPT_LOOPS:-}" \
 		SAMPLES="$SAMPLES" WARMUP="$WARMUP" SEED=$((seed + i)) PERF_BENCH="${PERF_BENCH:-0}" TCM_LOOPS="${TCM_LOOPS:-}" \
 		CPUOPT="$cpuopt" EXTRA="-f $f $cpuopt ${EXTRA:-}" TCM_EXTRA="-f $f $cpuopt" \

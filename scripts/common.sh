@@ -373,7 +373,7 @@ _flavour_path() {
 	if [ "$1" = kernel ]; then
 		[ "$(sed -n 's/^series_named=//p' "$dir/provenance" 2>/dev/null)" = 1 ] ||
 			have=$(sed -n 's/^series_hash=//p' "$dir/provenance" 2>/dev/null)
-	else
+	elif [ "$(cat "$dir/_build/.series-named" 2>/dev/null)" != 1 ]; then
 		have=$(cat "$dir/_build/.series-hash" 2>/dev/null)
 	fi
 	if [ -n "${have:-}" ] && want=$(flavour_series_hash "$FLAVOUR_NAME") &&

@@ -518,3 +518,28 @@ def test_rounds_from_the_boot_order():
     assert opbench_data.rounds_of(run) == {1: 0, 2: 0, 4: 1, 5: 2, 6: 2}
     run = {"provenance": {}, "boots": boots}
     assert opbench_data.rounds_of(run) == {1: 0, 2: 0, 4: 1, 5: 2, 6: 1}
+
+
+def test_pmu_status_says_which_pass_counted():
+    """The header's PMU line from the records: a run whose timed samples
+    ran without counters (opbench's default) and no counting pass says
+    there was none; a run with a counting pass in some boots only is
+    "partly", naming the boots without one."""
+    off = {"kind": "pmu", "available": False,
+           "why": "off in timed samples (OPBENCH_PMU=count counts, in a "
+                  "pass of its own)"}
+    run = {"provenance": {}, "boots": [{"dir": "boot-1-ops",
+                                        "records": [off]}]}
+    s = pmu.status(run)
+    assert (s["available"], s["partly"], s["pass"]) == (False, False, None)
+    assert s["why"][0].endswith("; this run had no counting pass")
+    on = {"kind": "pmu", "available": True, "source": "hardware",
+          "events": ["cycles"], "why": ""}
+    run["boots"].append({"dir": "rep-2-ops", "records": [off],
+                         "pmu_records": [on]})
+    s = pmu.status(run)
+    assert (s["available"], s["partly"], s["pass"]) == (False, True, "count")
+    assert s["why"] == ["no counting pass in boot-1-ops"]
+    run["boots"][0]["pmu_records"] = [on]
+    s = pmu.status(run)
+    assert (s["available"], s["partly"], s["why"]) == (True, False, [])

@@ -118,7 +118,7 @@ def test_targets_are_declared_whole():
     tdir = os.path.join(TOP, "vm-images", "targets")
     names = sorted(f[:-len(".target")] for f in os.listdir(tdir)
                    if f.endswith(".target"))
-    assert names == ["arm64", "ppc32"]
+    assert {"arm64", "ppc32"} <= set(names)
     with open(os.path.join(TOP, "kernel-patch/scripts/buildroot.sh")) as f:
         buildroot = f.read()
     with open(os.path.join(TOP, "scripts/deps.sh")) as f:
@@ -140,4 +140,5 @@ def test_targets_are_declared_whole():
     r = subprocess.run(["bash", "-c", ". scripts/common.sh; target_load mips"],
                        cwd=TOP, capture_output=True, text=True)
     assert r.returncode != 0
-    assert "use one of: arm64 ppc32 (declared in vm-images/targets/" in r.stderr
+    assert "use one of: %s (declared in vm-images/targets/" % " ".join(names) \
+        in r.stderr

@@ -817,6 +817,8 @@ def test_initrd_guest_through_the_one_launcher(tmp_path):
                                      "not ok 2 rseq_op_test # exit 1", "1..2"]
     v = json.loads(rec.read_text())
     assert v["outcome"] == "ok" and v["initrd"] is True
+    # The target's CPU, not x86's: none named by the launcher.
+    assert v["cpu"] is None and v["icount"] and "-cpu" not in v["accel_args"]
     assert v["machine"] == "-M mac99 -m 512" and v["timeout_s"] == 600
     q = fake_target_qemu(tmp_path, "OPBENCH-START\nKernel panic - not "
                          "syncing: x\nOPBENCH-EXIT: 0\n")
@@ -832,6 +834,7 @@ def test_initrd_guest_through_the_one_launcher(tmp_path):
     (["--image", "i"], "no --image, --share or command with it"),
     (["--", "true"], "no --image, --share or command with it"),
     (["--accel", "kvm"], "an --initrd guest runs under tcg or icount"),
+    (["--pin", "0"], "--pin and --plugin are for the x86_64 guest"),
 ])
 def test_initrd_guest_refusals(tmp_path, extra, want):
     q = fake_target_qemu(tmp_path, "")

@@ -878,6 +878,9 @@ def parse_args(argv):
             raise LaunchError("--initrd runs the initramfs's own /init: no "
                               "--image, --share or command with it")
         initrd_accel_args(opts.accel)
+        if opts.pin or opts.plugin:
+            raise LaunchError("--pin and --plugin are for the x86_64 guest; "
+                              "an --initrd guest runs under TCG unpinned")
     elif not opts.image or not opts.share:
         raise LaunchError("--image and --share are needed (or --initrd, "
                           "for an initramfs guest)")
@@ -937,9 +940,13 @@ def main(argv=None):
               "image": os.path.abspath(opts.initrd or opts.image),
               "guest_command": opts.command}
     if opts.initrd:
-        # The target's machine says the CPUs and memory.
+        # The target's machine says the CPU, the CPUs and memory.
+        args = initrd_accel_args(accel)
         record.update(smp=None, mem=None, machine=opts.machine,
-                      initrd=True)
+                      initrd=True, accel_args=args, cpu=None,
+                      icount=ICOUNT_OPTS if "-icount" in args else None)
+        # Killed, it takes its QEMU with it (boot_once's finally).
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + 15))
     script = None if opts.initrd else write_guest_script(opts.share,
                                                           opts.command)
     try:

@@ -36,6 +36,10 @@ karch=$TARGET_KARCH cross=$TARGET_CROSS image=$TARGET_IMAGE
 # SERIES_<name>; a flavour declared with patches after its series
 # (control's planted bug) is x86-64's only.
 series=$(flavour_series "$flavour")
+# A git SOURCE's commits (the flavour tree) are built for x86-64 alone:
+# without that series it would be the pristine tree under its name.
+[ "$(flavour_get "$flavour" SERIES)" != @source ] ||
+	die "flavour '$flavour' (a git SOURCE's commits after BASE) is built for x86-64 only"
 x=$(flavour_get "$flavour" EXTRA)
 [ -z "$x" ] || die "flavour '$flavour' adds $x/ to its series: it is built for x86-64 only"
 [ -n "$series" ] || [ "$(flavour_get "$flavour" FIXED)" = 1 ] ||

@@ -40,9 +40,11 @@ named=0
 # series it alone is built from (FIXED=1), patches after it (EXTRA).
 extra=()
 x=
-if [ "$(flavour_get "$flavour" SERIES)" = @source ] && [ -z "$(flavour_series "$flavour")" ]; then
+if [ "$(flavour_get "$flavour" SERIES)" = @source ]; then
 	[ "$KVER" = git ] ||
 		die "flavour '$flavour' is the commits of a git SOURCE after its BASE: make kernels SOURCE=<the top of a Linux git tree> [BASE=<commit>] FLAVOURS=\"baseline $flavour\""
+	# The tree's commits as they are now (a commit since the last export
+	# is a new series), before the series is resolved below.
 	[ -n "$check" ] || "$TOPDIR/kernel-patch/scripts/kernel-source.sh" >/dev/null
 	[ -n "$(flavour_series "$flavour")" ] || [ -n "$check" ] ||
 		die "flavour '$flavour': SOURCE=$SOURCE has no commit after BASE, so '$flavour' would be the baseline; commit the change, or name an earlier BASE"
@@ -137,6 +139,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$series_hash" ]; then
 	mkdir -p "$obj"
 	echo "$series_hash" > "$stamp"
 fi
+echo "$named" > "$obj/.series-named"
 
 # 3. The config: the merged one, unchanged by the series.
 mkdir -p "$obj"

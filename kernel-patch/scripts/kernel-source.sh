@@ -87,7 +87,11 @@ git_source() {
 	if [ ! -e "$series/.done" ]; then
 		rm -rf "$series"
 		mkdir -p "$series"
-		[ "$n" -eq 0 ] || git -C "$tree" format-patch -q --no-signature -o "$series" "$base..$head" ||
+		# The user's git configuration aside: *.patch files, no cover
+		# letter, no sign-off added, a/ and b/ prefixes (git am's).
+		[ "$n" -eq 0 ] || git -C "$tree" -c format.coverLetter=false -c format.signOff=false \
+			-c diff.noprefix=false -c diff.mnemonicPrefix=false \
+			format-patch -q --no-signature --suffix=.patch -o "$series" "$base..$head" ||
 			die "git format-patch $base..$head in $tree failed"
 		touch "$series/.done"
 	fi
