@@ -130,6 +130,10 @@ def test_flavours_built_with_provenance(flavours):
         d = kernel_dir(fl)
         for f in ("bzImage", "vmlinux", "System.map", "config", "provenance"):
             assert os.path.getsize(os.path.join(d, f)) > 0, (fl, f)
+        # KEY=VALUE lines, every one (no empty line: a parser takes each).
+        with open(os.path.join(d, "provenance")) as f:
+            lines = f.read().splitlines()
+        assert all("=" in ln for ln in lines), (fl, lines)
         p = provenance(fl)
         for k in PROVENANCE_KEYS:
             assert p.get(k), "%s: provenance lacks %s" % (fl, k)

@@ -226,7 +226,6 @@ profile=$KCONFIG
 kernel_release=$release
 source_package=$([ "$KVER" = git ] && echo "git tree" || echo "linux-source-$KVER")
 source_version=$srcver
-$(cat "$src/.git/rseq-opbench-source" 2>/dev/null || true)
 series=${series:-none}${extra[*]:+ + $x}
 series_hash=$series_hash
 series_named=$named
@@ -245,6 +244,10 @@ build_seconds=$tbuild
 built_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 build_host=$(uname -n)
 EOP
+# A git SOURCE's tree, base, head and describe (kernel-source.sh); Debian's
+# package has no such file, and its provenance no empty line for it.
+[ ! -f "$src/.git/rseq-opbench-source" ] ||
+	cat "$src/.git/rseq-opbench-source" >> "$stage/provenance"
 rm -rf "$out"
 mv "$stage" "$out"
 record
