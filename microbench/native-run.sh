@@ -196,6 +196,18 @@ rc=0
 i=0
 n=$(echo "$order" | wc -w)
 cpuopt=${CPU:+-c $CPU}
+# payload DIR PMU SAMPLES WARMUP PERF_BENCH: the guest's payload as it is,
+# run here in DIR on DIR/cells, with OPBENCH_PMU=PMU (off for the timed
+# pass, the counting pass's mode for it), for repetition $i of label $f:
+# NATIVE=1 keeps every CPU online; the binaries are the run's own. Its
+# status, timeout's when REP_TIMEOUT passed.
+payload() {
+	(cd "$1" && exec env NATIVE=1 OPBENCH_PMU="$2" OPBENCH="$bin/opbench" TCMODEL="$bin/tcmodel" \
+		CELLS=cells LOOPS="$LOOPS" PREEMPT_LOOPS="${PREEMPT_LOOPS:-}" \
+		SAMPLES="$3" WARMUP="$4" SEED=$((seed + i)) PERF_BENCH="$5" TCM_LOOPS="${TCM_LOOPS:-}" \
+		CPUOPT="$cpuopt" EXTRA="-f $f $cpuopt ${EXTRA:-}" TCM_EXTRA="-f $f $cpuopt" \
+		timeout -k 10 "$tmo" sh "$bin/guest-bench.sh" > "$1/guest-stdout.txt")
+}
 for f in $order; do
 	i=$((i + 1))
 	d=$out/rep-$i-$f
@@ -218,13 +230,7 @@ for f in $order; do
 		{ printf "%.9f %06d %s\n", k, NR, $0 }' "$cells" |
 		sort -k1,1n -k2,2n | cut -d' ' -f3- > "$d/cells"
 	st=0
-	# The guest's payload as it is, run here: NATIVE=1 keeps every CPU
-	# online; the binaries are the run's own.
-	(cd "$d" && exec env NATIVE=1 OPBENCH_PMU=off OPBENCH="$bin/opbench" TCMODEL="$bin/tcmodel" \
-		CELLS=cells LOOPS="$LOOPS" PREEMPT_LOOPS="${PREEMPT_LOOPS:-}" \
-		SAMPLES="$SAMPLES" WARMUP="$WARMUP" SEED=$((seed + i)) PERF_BENCH="${PERF_BENCH:-0}" TCM_LOOPS="${TCM_LOOPS:-}" \
-		CPUOPT="$cpuopt" EXTRA="-f $f $cpuopt ${EXTRA:-}" TCM_EXTRA="-f $f $cpuopt" \
-		timeout -k 10 "$tmo" sh "$bin/guest-bench.sh" > "$d/guest-stdout.txt") || st=$?
+	payload "$d" off "$SAMPLES" "$WARMUP" "${PERF_BENCH:-0}" || st=$?
 	case $st in
 	0) ;;
 	3) log "[repetition $i/$n] $f: correctness gates FAILED for some cells; recorded as invalid (see $d/opbench.log)" ;;
@@ -246,11 +252,7 @@ for f in $order; do
 	if [ "$pmu_pass" != off ] && [ $st -le 3 ]; then
 		mkdir "$d/pmu" && grep -v '^tcmalloc ' "$d/cells" > "$d/pmu/cells"
 		pst=0
-		(cd "$d/pmu" && exec env NATIVE=1 OPBENCH_PMU="$pmu_pass" OPBENCH="$bin/opbench" \
-			TCMODEL="$bin/tcmodel" CELLS=cells LOOPS="$LOOPS" PREEMPT_LOOPS="${PREEMPT_LOOPS:-}" \
-			SAMPLES="$pmu_samples" WARMUP=1 SEED=$((seed + i)) PERF_BENCH=0 \
-			CPUOPT="$cpuopt" EXTRA="-f $f $cpuopt ${EXTRA:-}" \
-			timeout -k 10 "$tmo" sh "$bin/guest-bench.sh" > "$d/pmu/guest-stdout.txt") || pst=$?
+		payload "$d/pmu" "$pmu_pass" "$pmu_samples" 1 0 || pst=$?
 		[ $pst -le 3 ] || log "[repetition $i/$n] $f: the counting pass FAILED with status $pst (see $d/pmu/opbench.log); the timed pass stands"
 	fi
 done

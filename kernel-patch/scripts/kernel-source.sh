@@ -105,13 +105,11 @@ source_describe=$desc
 source_commits=$n
 source_dirty_diff=${diffhash:-none}
 EOS
+	# No commit after BASE: no series (the flavour tree is then refused).
+	[ "$n" -gt 0 ] || series=
 	manifest_set source_version "$ver" source_dir "$dst" \
-		"source_version/$KVER" "$ver" "source_dir/$KVER" "$dst"
-	if [ "$n" -gt 0 ]; then
-		manifest_set "source_series/$KVER" "$series"
-	else
-		manifest_set "source_series/$KVER" ""
-	fi
+		"source_version/$KVER" "$ver" "source_dir/$KVER" "$dst" \
+		"source_series/$KVER" "$series"
 	echo "$dst"
 }
 
